@@ -1,0 +1,382 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxRecordBytes = 1 << 20 // 1 MiB of key + value
+	DefaultMaxGroupBytes  = 32 << 20
+	DefaultOpenTimeout    = 2 * time.Second
+)
+
+// formatValue identifies a broker database; Open refuses bbolt files without it.
+const formatValue = "lakehouse-broker/1"
+
+var (
+	bucketInfo   = []byte("info")
+	bucketTopics = []byte("topics")
+	bucketMeta   = []byte("meta")
+	keyFormat    = []byte("format")
+)
+
+// Options configures a DB. Zero fields take the Default* values.
+type Options struct {
+	// MaxRecordBytes bounds len(Key)+len(Value) of one record.
+	MaxRecordBytes int
+	// MaxGroupBytes bounds how many encoded bytes one group commit gathers.
+	MaxGroupBytes int
+	// OpenTimeout bounds the wait for the file lock held by another process.
+	OpenTimeout time.Duration
+}
+
+// DB is the bbolt implementation of Log. It is safe for concurrent use.
+type DB struct {
+	path string
+	db   *bolt.DB
+	opts Options
+
+	mu     sync.RWMutex
+	topics map[string]int // name -> partition count
+	closed bool
+
+	notifyMu sync.Mutex
+	changed  chan struct{} // closed and replaced after every commit
+
+	sendMu   sync.RWMutex  // held (read) while sending on appendCh; Close takes it to close the channel
+	rr       atomic.Uint64 // round-robin counter for keyless records
+	appendCh chan *appendReq
+	stopped  chan struct{}
+}
+
+var _ Log = (*DB)(nil)
+
+// Open opens or creates the broker database at path. It returns an error
+// wrapping ErrNotBroker (and naming the file) if the file exists but is not a
+// bbolt database, is corrupt, or is a bbolt database of something else; it
+// never silently starts fresh over an existing file.
+func Open(path string, opts Options) (*DB, error) {
+	if opts.MaxRecordBytes <= 0 {
+		opts.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if opts.MaxGroupBytes <= 0 {
+		opts.MaxGroupBytes = DefaultMaxGroupBytes
+	}
+	if opts.OpenTimeout <= 0 {
+		opts.OpenTimeout = DefaultOpenTimeout
+	}
+	existed := false
+	if st, err := os.Stat(path); err == nil && st.Size() > 0 {
+		existed = true
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         opts.OpenTimeout,
+		NoFreelistSync:  true, // the freelist is rebuilt on Open; saves a write per commit
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: 1 << 30, // address space only: avoids remapping (which blocks commits) as the file grows
+	})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("open broker %s: locked by another process: %w", path, err)
+		}
+		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrVersionMismatch) ||
+			errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrInvalidMapping) {
+			return nil, fmt.Errorf("open broker %s: %w: %v", path, ErrNotBroker, err)
+		}
+		return nil, fmt.Errorf("open broker %s: %w", path, err)
+	}
+	d := &DB{
+		path:     path,
+		db:       bdb,
+		opts:     opts,
+		topics:   map[string]int{},
+		changed:  make(chan struct{}),
+		appendCh: make(chan *appendReq, 1024),
+		stopped:  make(chan struct{}),
+	}
+	if err := d.init(existed); err != nil {
+		bdb.Close()
+		return nil, err
+	}
+	go d.commitLoop()
+	return d, nil
+}
+
+func (d *DB) init(existed bool) (err error) {
+	defer func() {
+		// A corrupt page can make bbolt panic while reading; report it as
+		// an error naming the file instead of crashing the process.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("open broker %s: %w: %v", d.path, ErrNotBroker, r)
+		}
+	}()
+	return d.db.Update(func(tx *bolt.Tx) error {
+		info := tx.Bucket(bucketInfo)
+		if info == nil {
+			hasOther := false
+			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { hasOther = true; return nil })
+			if hasOther || existed && tx.Size() > 4*int64(d.db.Info().PageSize) {
+				return fmt.Errorf("open broker %s: %w: bbolt file without broker format marker", d.path, ErrNotBroker)
+			}
+			var err error
+			if info, err = tx.CreateBucket(bucketInfo); err != nil {
+				return err
+			}
+			if err := info.Put(keyFormat, []byte(formatValue)); err != nil {
+				return err
+			}
+		}
+		if got := string(info.Get(keyFormat)); got != formatValue {
+			return fmt.Errorf("open broker %s: %w: format %q, want %q", d.path, ErrNotBroker, got, formatValue)
+		}
+		for _, b := range [][]byte{bucketTopics, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketTopics).ForEach(func(k, v []byte) error {
+			if len(v) != 4 {
+				return fmt.Errorf("open broker %s: %w: bad topic entry %q", d.path, ErrNotBroker, k)
+			}
+			d.topics[string(k)] = int(binary.BigEndian.Uint32(v))
+			return nil
+		})
+	})
+}
+
+// Path returns the database file's path.
+func (d *DB) Path() string { return d.path }
+
+func topicBucketName(topic string) []byte { return append([]byte("t:"), topic...) }
+
+func partKey(prefix byte, p int) []byte {
+	k := []byte{prefix, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(k[1:], uint32(p))
+	return k
+}
+
+// CreateTopic implements Log.
+func (d *DB) CreateTopic(ctx context.Context, topic string, partitions int) error {
+	if topic == "" || partitions <= 0 {
+		return fmt.Errorf("create topic %q: need a name and at least one partition", topic)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	if n, ok := d.topics[topic]; ok {
+		if n != partitions {
+			return fmt.Errorf("create topic %q with %d partitions (has %d): %w", topic, partitions, n, ErrPartitionCount)
+		}
+		return nil
+	}
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		tb, err := tx.CreateBucket(topicBucketName(topic))
+		if err != nil {
+			return err
+		}
+		for p := 0; p < partitions; p++ {
+			if _, err := tb.CreateBucket(partKey('r', p)); err != nil {
+				return err
+			}
+			if err := tb.Put(partKey('s', p), partState{}.encode()); err != nil {
+				return err
+			}
+		}
+		v := make([]byte, 4)
+		binary.BigEndian.PutUint32(v, uint32(partitions))
+		return tx.Bucket(bucketTopics).Put([]byte(topic), v)
+	})
+	if err != nil {
+		return fmt.Errorf("create topic %q: %w", topic, err)
+	}
+	d.topics[topic] = partitions
+	return nil
+}
+
+func (d *DB) partitions(topic string) (int, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return 0, ErrClosed
+	}
+	n, ok := d.topics[topic]
+	if !ok {
+		return 0, fmt.Errorf("topic %q: %w", topic, ErrUnknownTopic)
+	}
+	return n, nil
+}
+
+// Topics implements Log.
+func (d *DB) Topics(ctx context.Context) ([]TopicInfo, error) {
+	d.mu.RLock()
+	names := make([]string, 0, len(d.topics))
+	for n := range d.topics {
+		names = append(names, n)
+	}
+	d.mu.RUnlock()
+	sort.Strings(names)
+	out := make([]TopicInfo, 0, len(names))
+	for _, n := range names {
+		offs, err := d.Offsets(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TopicInfo{Name: n, Partitions: offs})
+	}
+	return out, nil
+}
+
+// Offsets implements Log.
+func (d *DB) Offsets(ctx context.Context, topic string) ([]PartitionOffsets, error) {
+	n, err := d.partitions(topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PartitionOffsets, n)
+	err = d.db.View(func(tx *bolt.Tx) error {
+		tb := tx.Bucket(topicBucketName(topic))
+		for p := 0; p < n; p++ {
+			st, err := decodeState(tb.Get(partKey('s', p)))
+			if err != nil {
+				return fmt.Errorf("partition %d state: %w", p, err)
+			}
+			out[p] = PartitionOffsets{Partition: p, Start: st.start, End: st.end, Bytes: st.bytes}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("offsets of %q: %w", topic, err)
+	}
+	return out, nil
+}
+
+// Meta implements Log.
+func (d *DB) Meta(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
+	err := d.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketMeta).Get([]byte(key)); b != nil {
+			v = append([]byte{}, b...)
+		}
+		return nil
+	})
+	return v, err
+}
+
+// Read implements Log.
+func (d *DB) Read(ctx context.Context, topic string, partition int, from int64, max int) ([]Message, error) {
+	n, err := d.partitions(topic)
+	if err != nil {
+		return nil, err
+	}
+	if partition < 0 || partition >= n {
+		return nil, fmt.Errorf("read %s/%d: %w", topic, partition, ErrBadPartition)
+	}
+	var out []Message
+	err = d.db.View(func(tx *bolt.Tx) error {
+		tb := tx.Bucket(topicBucketName(topic))
+		st, err := decodeState(tb.Get(partKey('s', partition)))
+		if err != nil {
+			return err
+		}
+		switch {
+		case from < st.start:
+			return fmt.Errorf("read %s/%d at %d (start %d): %w", topic, partition, from, st.start, ErrOffsetTrimmed)
+		case from > st.end:
+			return fmt.Errorf("read %s/%d at %d (end %d): %w", topic, partition, from, st.end, ErrOffsetOutOfRange)
+		}
+		want := st.end - from
+		if max > 0 && int64(max) < want {
+			want = int64(max)
+		}
+		if want == 0 {
+			return nil
+		}
+		out = make([]Message, 0, want)
+		c := tb.Bucket(partKey('r', partition)).Cursor()
+		next := from
+		for k, v := c.Seek(offsetKey(from)); k != nil && int64(len(out)) < want; k, v = c.Next() {
+			off := int64(binary.BigEndian.Uint64(k))
+			if off != next {
+				return fmt.Errorf("read %s/%d: offset %d missing (found %d): %w", topic, partition, next, off, errCorruptRecord)
+			}
+			m := Message{Topic: topic, Partition: partition, Offset: off}
+			if err := decodeRecord(v, &m); err != nil {
+				return fmt.Errorf("read %s/%d@%d: %w", topic, partition, off, err)
+			}
+			out = append(out, m)
+			next++
+		}
+		if int64(len(out)) != want {
+			return fmt.Errorf("read %s/%d: %d records missing before end %d: %w", topic, partition, want-int64(len(out)), st.end, errCorruptRecord)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Wait implements Log.
+func (d *DB) Wait(ctx context.Context, topic string, partition int, offset int64) error {
+	for {
+		d.notifyMu.Lock()
+		ch := d.changed
+		d.notifyMu.Unlock()
+		offs, err := d.Offsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if partition < 0 || partition >= len(offs) {
+			return fmt.Errorf("wait %s/%d: %w", topic, partition, ErrBadPartition)
+		}
+		if offs[partition].End > offset {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		case <-d.stopped:
+			return ErrClosed
+		}
+	}
+}
+
+func (d *DB) notify() {
+	d.notifyMu.Lock()
+	close(d.changed)
+	d.changed = make(chan struct{})
+	d.notifyMu.Unlock()
+}
+
+// Close implements Log: it stops accepting appends, lets queued ones finish
+// and closes the file.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
+	d.sendMu.Lock()
+	close(d.appendCh)
+	d.sendMu.Unlock()
+	<-d.stopped
+	return d.db.Close()
+}

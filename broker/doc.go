@@ -1,0 +1,21 @@
+// Package broker is the appliance's partitioned, durable append log, embedded
+// in one bbolt file (broker.db): the role Kafka plays in the original
+// pipeline.
+//
+// It owns topics with a fixed number of partitions, dense per-partition
+// offsets starting at 0, records (key, value, timestamp, headers) stored byte
+// for byte, producer metadata (such as a source's resume position) committed
+// in the same transaction as the records it covers, group commit, and
+// retention.
+//
+// What survives a crash: every Append that returned nil. An Append is one
+// bbolt transaction (shared with concurrent Appends through group commit);
+// a transaction that had not finished committing is rolled back by bbolt on
+// the next Open, so after a crash either all records and metadata of an
+// Append are readable or none of them is. Offsets stay dense: a record is
+// never visible without all records before it in its partition.
+//
+// The Log interface is what the stream engine consumes; *DB is the bbolt
+// implementation, and package brokertest holds the contract suite any other
+// implementation (for example a Kafka adapter) must pass.
+package broker

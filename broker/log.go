@@ -1,0 +1,151 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Record is one message as a producer hands it to Append. Value and Key are
+// stored byte for byte; the broker never parses them.
+type Record struct {
+	Topic string
+	// Partition is the target partition, or AnyPartition to let the broker
+	// choose one from a hash of Key (round-robin over the call when Key is empty).
+	Partition int
+	Key       []byte
+	Value     []byte
+	Timestamp time.Time
+	Headers   []Header
+}
+
+// AnyPartition asks Append to pick the partition from the record's key.
+const AnyPartition = -1
+
+// Header is one key/value pair carried with a record.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Message is a stored record as a reader sees it.
+type Message struct {
+	Topic     string
+	Partition int
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Timestamp time.Time
+	Headers   []Header
+}
+
+// Header returns the value of the first header named key, or nil.
+func (m Message) Header(key string) []byte {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return h.Value
+		}
+	}
+	return nil
+}
+
+// Position is where Append stored one record.
+type Position struct {
+	Partition int
+	Offset    int64
+}
+
+// Meta is one piece of producer metadata (for example a source's resume
+// position) written in the same transaction as the records of a Batch.
+type Meta struct {
+	Key   string
+	Value []byte
+}
+
+// Batch is the unit of Append: all its records and all its metadata become
+// durable together, or none of them does.
+type Batch struct {
+	Records []Record
+	Meta    []Meta
+}
+
+// PartitionOffsets describes the readable range of one partition:
+// offsets Start..End-1 are stored; End is the offset the next record gets.
+type PartitionOffsets struct {
+	Partition int
+	Start     int64
+	End       int64
+	Bytes     int64 // stored value+key bytes in the readable range
+}
+
+// TopicInfo describes a topic and its partitions.
+type TopicInfo struct {
+	Name       string
+	Partitions []PartitionOffsets
+}
+
+// Messages returns the number of readable messages across all partitions.
+func (t TopicInfo) Messages() int64 {
+	var n int64
+	for _, p := range t.Partitions {
+		n += p.End - p.Start
+	}
+	return n
+}
+
+// Log is the partitioned append log the rest of the appliance consumes. The
+// bbolt implementation (*DB) is the default; a Kafka adapter can implement
+// the same interface. RunLogContract (logtest.go) is the contract suite every
+// implementation must pass.
+//
+// Every method that waits or does I/O takes a context first.
+type Log interface {
+	// CreateTopic creates a topic with a fixed number of partitions. Creating
+	// an existing topic with the same count is a no-op; with another count it
+	// is ErrPartitionCount.
+	CreateTopic(ctx context.Context, topic string, partitions int) error
+	// Topics lists every topic with its partitions' offsets, sorted by name.
+	Topics(ctx context.Context) ([]TopicInfo, error)
+	// Offsets returns the offsets of each partition of topic.
+	// Returns ErrUnknownTopic if the topic does not exist.
+	Offsets(ctx context.Context, topic string) ([]PartitionOffsets, error)
+	// Append stores a batch atomically and durably: when it returns nil every
+	// record and every Meta entry is fsync'd; after a crash either all of the
+	// batch is readable or none of it. It returns each record's position, in
+	// the order of b.Records. Fails without storing anything on
+	// ErrUnknownTopic, ErrBadPartition or ErrRecordTooLarge.
+	Append(ctx context.Context, b Batch) ([]Position, error)
+	// Meta returns producer metadata stored by Append, or nil, nil if the key
+	// was never written.
+	Meta(ctx context.Context, key string) ([]byte, error)
+	// Read returns up to max messages of one partition starting at offset
+	// from. It returns an empty slice when from == End, ErrOffsetTrimmed when
+	// from < Start, ErrOffsetOutOfRange when from > End.
+	Read(ctx context.Context, topic string, partition int, from int64, max int) ([]Message, error)
+	// Wait blocks until the partition's End is greater than offset, or ctx is
+	// done (returning ctx.Err()). It does not poll.
+	Wait(ctx context.Context, topic string, partition int, offset int64) error
+	// Close releases the log. Appends in flight finish or fail first.
+	Close() error
+}
+
+// Errors returned by the broker. Match them with errors.Is.
+var (
+	// ErrUnknownTopic: the topic was never created.
+	ErrUnknownTopic = errors.New("broker: unknown topic")
+	// ErrBadPartition: the partition number is outside the topic's range.
+	ErrBadPartition = errors.New("broker: partition out of range")
+	// ErrPartitionCount: CreateTopic with a count that differs from the stored one.
+	ErrPartitionCount = errors.New("broker: topic exists with a different partition count")
+	// ErrRecordTooLarge: a record's key plus value exceeds MaxRecordBytes; the
+	// whole Append call is rejected.
+	ErrRecordTooLarge = errors.New("broker: record too large")
+	// ErrOffsetTrimmed: the offset was removed by retention.
+	ErrOffsetTrimmed = errors.New("broker: offset trimmed by retention")
+	// ErrOffsetOutOfRange: the offset is beyond the partition's end.
+	ErrOffsetOutOfRange = errors.New("broker: offset beyond end of partition")
+	// ErrNotBroker: the file exists but is not a broker database (or is corrupt).
+	ErrNotBroker = errors.New("broker: not a broker database")
+	// ErrClosed: the log was closed.
+	ErrClosed = errors.New("broker: closed")
+)

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"lakehouse/broker"
+	"lakehouse/internal/fault"
+)
+
+// Environment variables read by the appliance (flags win over them).
+const (
+	envData = "LAKEHOUSE_DATA"
+	// envCrashAt arms a fault hook: "name" or "name:skip" (the hook fires
+	// on hit skip+1). Used by the kill tests and `prove --crash-at`.
+	envCrashAt = "LAKEHOUSE_CRASH_AT"
+)
+
+const defaultDataDir = "./lakehouse-data"
+
+// common holds the flags every command that touches the lake shares.
+type common struct {
+	data string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	def := defaultDataDir
+	if v := os.Getenv(envData); v != "" {
+		def = v
+	}
+	fs.StringVar(&c.data, "data", def, "data directory: broker.db, catalog.db, checkpoints/, warehouse/ (env "+envData+")")
+}
+
+func (c *common) brokerPath() string { return filepath.Join(c.data, "broker.db") }
+
+// openBroker opens the broker, creating the data directory if needed.
+func (c *common) openBroker() (*broker.DB, error) {
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	return broker.Open(c.brokerPath(), broker.Options{})
+}
+
+// openBrokerExisting opens the broker only if it already exists, so that
+// read-only commands never create an empty lake by accident.
+func (c *common) openBrokerExisting() (*broker.DB, error) {
+	if _, err := os.Stat(c.brokerPath()); err != nil {
+		return nil, fmt.Errorf("no broker at %s (run `lakehouse demo` or `lakehouse run` first, or pass --data): %w", c.brokerPath(), err)
+	}
+	return broker.Open(c.brokerPath(), broker.Options{})
+}
+
+func armFaultsFromEnv() {
+	v := os.Getenv(envCrashAt)
+	if v == "" {
+		return
+	}
+	name, skipS, _ := strings.Cut(v, ":")
+	skip, _ := strconv.Atoi(skipS)
+	fault.Arm(name, skip)
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// allowedImports is the dependency direction of DESIGN.md: which top-level
+// project packages each top-level package may import (its own sub-packages
+// and lakehouse/internal/... are always allowed).
+var allowedImports = map[string][]string{
+	"broker": nil,
+	"ingest": {"broker"},
+	"table":  nil,
+	"stream": {"broker", "table"},
+	"marts":  {"table", "broker"},
+	"verify": {"broker", "table", "ingest"},
+}
+
+// TestDependencyDirection fails when a package imports a project package the
+// design does not allow (checked with `go list -deps`, so indirect imports
+// count too).
+func TestDependencyDirection(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go command not on PATH")
+	}
+	for pkg, allowed := range allowedImports {
+		out, err := exec.Command("go", "list", "-deps", "./"+pkg+"/...").CombinedOutput()
+		if err != nil {
+			if strings.Contains(string(out), "matched no packages") || strings.Contains(string(out), "no Go files") ||
+				strings.Contains(string(out), "directory not found") || strings.Contains(string(out), "no such file or directory") {
+				continue // not written yet
+			}
+			t.Fatalf("go list -deps ./%s/...: %v\n%s", pkg, err, out)
+		}
+		ok := map[string]bool{pkg: true, "internal": true}
+		for _, a := range allowed {
+			ok[a] = true
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			rest, isProject := strings.CutPrefix(dep, "lakehouse/")
+			if !isProject {
+				continue
+			}
+			top, _, _ := strings.Cut(rest, "/")
+			if !ok[top] {
+				t.Errorf("%s depends on %s; DESIGN.md allows only %v", pkg, dep, allowed)
+			}
+		}
+	}
+}

@@ -1,0 +1,106 @@
+// Package fault provides named crash points ("fault hooks") that tests and the
+// prove command arm to kill the process at an exact step of a protocol, for
+// example between a bbolt commit and the return to the caller.
+//
+// A hook costs one atomic load when nothing is armed. When an armed hook is
+// reached it writes "FAULT <name>" to stderr (so the parent can prove the
+// crash happened where intended) and kills its own process with SIGKILL: no
+// deferred function, no flush, no graceful anything, exactly as a power cut or
+// the OOM killer would.
+//
+// Only main.go (and test binaries) arm hooks; library code only calls Hit.
+package fault
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+var (
+	armed atomic.Bool
+	mu    sync.Mutex
+	hooks = map[string]*hook{}
+	known = map[string]string{} // name -> description, from Register
+)
+
+type hook struct {
+	skip int64 // hits to let pass before firing
+	hits atomic.Int64
+	act  func(name string)
+}
+
+// Register declares a hook name and what it interrupts, so commands can list
+// the valid names. Packages call it from a package-level var initializer.
+func Register(name, description string) string {
+	mu.Lock()
+	defer mu.Unlock()
+	known[name] = description
+	return name
+}
+
+// Known returns the registered hook names, sorted, with their descriptions.
+func Known() [][2]string {
+	mu.Lock()
+	defer mu.Unlock()
+	out := make([][2]string, 0, len(known))
+	for n, d := range known {
+		out = append(out, [2]string{n, d})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// Arm makes the hook named name kill the process on its (skip+1)-th hit.
+func Arm(name string, skip int) {
+	ArmFunc(name, skip, Kill)
+}
+
+// ArmFunc is Arm with a custom action, for in-process tests (for example
+// panicking or returning through a channel instead of dying).
+func ArmFunc(name string, skip int, act func(name string)) {
+	mu.Lock()
+	defer mu.Unlock()
+	hooks[name] = &hook{skip: int64(skip), act: act}
+	armed.Store(true)
+}
+
+// Disarm removes every armed hook.
+func Disarm() {
+	mu.Lock()
+	defer mu.Unlock()
+	hooks = map[string]*hook{}
+	armed.Store(false)
+}
+
+// Hit marks that execution reached the named point. If the hook is armed and
+// its skip count is used up, the armed action runs (by default: the process
+// dies).
+func Hit(name string) {
+	if !armed.Load() {
+		return
+	}
+	mu.Lock()
+	h := hooks[name]
+	mu.Unlock()
+	if h == nil {
+		return
+	}
+	if h.hits.Add(1) <= h.skip {
+		return
+	}
+	h.act(name)
+}
+
+// Kill reports the hook on stderr and SIGKILLs the current process.
+func Kill(name string) {
+	fmt.Fprintf(os.Stderr, "FAULT %s\n", name)
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // SIGKILL is not deliverable to a blocked handler; never return
+}
+
+// Marker is the line Kill writes; parents search child output for it.
+func Marker(name string) string { return "FAULT " + name }
