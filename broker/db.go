@@ -85,7 +85,8 @@ func Open(path string, opts Options) (*DB, error) {
 		Timeout:         opts.OpenTimeout,
 		NoFreelistSync:  true, // the freelist is rebuilt on Open; saves a write per commit
 		FreelistType:    bolt.FreelistMapType,
-		InitialMmapSize: 1 << 30, // address space only: avoids remapping (which blocks commits) as the file grows
+		PageSize:        32 << 10, // fewer, larger pages: one pwrite per ~30 records of 1 KB instead of ~3
+		InitialMmapSize: 1 << 30,  // address space only: avoids remapping (which blocks commits) as the file grows
 	})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
