@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"sync"
@@ -92,8 +93,13 @@ func Open(path string, opts Options) (*DB, error) {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("open broker %s: locked by another process: %w", path, err)
 		}
-		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrVersionMismatch) ||
-			errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrInvalidMapping) {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open broker %s: %w", path, err)
+		}
+		if existed || errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrVersionMismatch) ||
+			errors.Is(err, bolterrors.ErrChecksum) {
+			// bbolt refuses the file (bad magic, checksum, size...): it is
+			// not a broker database, or it is damaged beyond both meta pages.
 			return nil, fmt.Errorf("open broker %s: %w: %v", path, ErrNotBroker, err)
 		}
 		return nil, fmt.Errorf("open broker %s: %w", path, err)

@@ -43,7 +43,8 @@ func TestOpenRefusesForeignFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	odb.Close()
-	// A broker file whose first page is overwritten: corrupt.
+	// A broker file whose two meta pages are overwritten: corrupt (one
+	// damaged meta page alone is recovered by bbolt from the other).
 	corrupt := filepath.Join(dir, "corrupt.db")
 	db, err := broker.Open(corrupt, broker.Options{})
 	if err != nil {
@@ -54,7 +55,7 @@ func TestOpenRefusesForeignFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 2*4096 && i < len(data); i++ {
+	for i := 0; i < 2*32<<10 && i < len(data); i++ {
 		data[i] = 0xAB
 	}
 	if err := os.WriteFile(corrupt, data, 0o600); err != nil {
