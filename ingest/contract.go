@@ -1,0 +1,160 @@
+package ingest
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// The contract is the upstream mediawiki/recentchange schema (copied verbatim
+// from wikimedia/schemas-event-primary) plus the project's stricter rules,
+// both embedded in the binary so validation never touches the network.
+//
+//go:embed schema/mediawiki-recentchange-1.0.1.json schema/lakehouse-recentchange-contract.json
+var schemaFS embed.FS
+
+const (
+	upstreamSchemaURL = "https://schema.wikimedia.org/repositories/primary/jsonschema/mediawiki/recentchange/1.0.1.json"
+	contractSchemaURL = "https://lakehouse.invalid/schema/ingest/recentchange-contract/1.0.0"
+)
+
+// Reasons an event is routed to the dead-letter topic. The DLQ's dlq.reason
+// header carries the wrapped error's text; match the class with errors.Is.
+var (
+	// ErrNotJSON: the SSE data is not one well-formed JSON value.
+	ErrNotJSON = errors.New("not json")
+	// ErrContract: the data is JSON but breaks the schema or the project's rules.
+	ErrContract = errors.New("contract violation")
+	// ErrOversized: the data is longer than Config.MaxEventBytes.
+	ErrOversized = errors.New("oversized event")
+)
+
+// Event is what the contract extracts from a valid event for routing.
+type Event struct {
+	ID        string // meta.id, a UUID: the dedup key and the broker key
+	Domain    string // meta.domain ("canary" marks a probe event)
+	Type      string // edit, new, log, categorize or external
+	Timestamp int64  // the edit time, Unix seconds
+}
+
+// Canary reports whether the event is one of Wikimedia's probe events.
+func (e Event) Canary() bool { return e.Domain == "canary" }
+
+// Contract validates raw event bytes. It is safe for concurrent use.
+type Contract struct {
+	schema *jsonschema.Schema
+}
+
+// NewContract compiles the embedded schemas.
+func NewContract() (*Contract, error) {
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	for url, name := range map[string]string{
+		upstreamSchemaURL: "schema/mediawiki-recentchange-1.0.1.json",
+		contractSchemaURL: "schema/lakehouse-recentchange-contract.json",
+	} {
+		b, err := schemaFS.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("read schema %s: %w", name, err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("parse schema %s: %w", name, err)
+		}
+		if err := c.AddResource(url, doc); err != nil {
+			return nil, fmt.Errorf("add schema %s: %w", name, err)
+		}
+	}
+	sch, err := c.Compile(contractSchemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("compile contract: %w", err)
+	}
+	return &Contract{schema: sch}, nil
+}
+
+// Check validates raw against the contract and returns the routing fields.
+// The error wraps ErrNotJSON or ErrContract and its text is a one-line,
+// human-readable reason.
+func (c *Contract) Check(raw []byte) (Event, error) {
+	doc, err := decodeJSON(raw)
+	if err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	if err := c.schema.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return Event{}, fmt.Errorf("%w: %s", ErrContract, flatten(ve))
+		}
+		return Event{}, fmt.Errorf("%w: %v", ErrContract, err)
+	}
+	// The schema guarantees the shapes below.
+	obj := doc.(map[string]any)
+	meta := obj["meta"].(map[string]any)
+	// Clone: decoded strings share memory with raw.
+	ev := Event{
+		ID:     strings.Clone(meta["id"].(string)),
+		Domain: strings.Clone(meta["domain"].(string)),
+		Type:   strings.Clone(obj["type"].(string)),
+	}
+	if n, ok := obj["timestamp"].(json.Number); ok {
+		ev.Timestamp, _ = n.Int64()
+	}
+	return ev, nil
+}
+
+var (
+	defaultContract     *Contract
+	defaultContractErr  error
+	defaultContractOnce sync.Once
+)
+
+// Validate checks raw against the embedded contract. It returns nil for a
+// valid event, or an error wrapping ErrNotJSON or ErrContract.
+func Validate(raw []byte) error {
+	c, err := loadDefaultContract()
+	if err != nil {
+		return err
+	}
+	_, err = c.Check(raw)
+	return err
+}
+
+func loadDefaultContract() (*Contract, error) {
+	defaultContractOnce.Do(func() {
+		defaultContract, defaultContractErr = NewContract()
+	})
+	return defaultContract, defaultContractErr
+}
+
+// flatten renders the leaf causes of a validation error on one line:
+// at '/meta/id': 'x' is not valid uuid; at '/type': value must be one of ...
+func flatten(ve *jsonschema.ValidationError) string {
+	var parts []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			msg := e.Error()
+			// Error() of a leaf is "jsonschema validation failed with '<url>#'\n- at '/x': msg"
+			// when it is the root; otherwise "at '/x': msg". Keep the last line.
+			if i := strings.LastIndex(msg, "\n- "); i >= 0 {
+				msg = msg[i+3:]
+			}
+			parts = append(parts, msg)
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	if len(parts) == 0 {
+		return ve.Error()
+	}
+	return strings.Join(parts, "; ")
+}

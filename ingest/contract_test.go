@@ -1,0 +1,289 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"lakehouse/broker"
+)
+
+func readSample(t testing.TB) Recording {
+	t.Helper()
+	f, err := os.Open("testdata/recentchange-sample-50.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec, err := ReadRecording(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func TestSampleEventsPassContract(t *testing.T) {
+	rec := readSample(t)
+	if got, want := rec.Len(), 50; got != want {
+		t.Fatalf("sample events: got %d, want %d", got, want)
+	}
+	c, err := NewContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]int{}
+	for i, raw := range rec.Events {
+		ev, err := c.Check(raw)
+		if err != nil {
+			t.Errorf("event %d: %v", i, err)
+			continue
+		}
+		types[ev.Type]++
+		if err := Validate(raw); err != nil {
+			t.Errorf("Validate event %d: %v", i, err)
+		}
+	}
+	want := map[string]int{"edit": 19, "new": 1, "log": 3, "categorize": 27}
+	for k, v := range want {
+		if types[k] != v {
+			t.Errorf("type %s: got %d, want %d", k, types[k], v)
+		}
+	}
+}
+
+func TestEmbeddedSampleMatchesTestdata(t *testing.T) {
+	b, err := os.ReadFile("testdata/recentchange-sample-50.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, sampleJSONL) {
+		t.Fatal("sample/recentchange-sample-50.jsonl differs from testdata/recentchange-sample-50.jsonl")
+	}
+	if got, want := Sample().Len(), 50; got != want {
+		t.Fatalf("Sample(): got %d events, want %d", got, want)
+	}
+}
+
+// mutate decodes the first sample edit, applies f and re-encodes it.
+func mutate(t *testing.T, f func(m, meta map[string]any)) []byte {
+	t.Helper()
+	for _, raw := range readSample(t).Events {
+		m := mustDecodeObject(raw)
+		if m["type"] != "edit" {
+			continue
+		}
+		f(m, m["meta"].(map[string]any))
+		return encodeCompact(m)
+	}
+	t.Fatal("no edit in sample")
+	return nil
+}
+
+func TestBrokenEventsLandInDLQ(t *testing.T) {
+	c, err := NewContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &router{contract: c, topic: "rc", dlqTopic: "rc.dlq", url: "http://src/stream", maxBytes: 4096}
+	valid := mutate(t, func(m, meta map[string]any) {})
+	tests := []struct {
+		name   string
+		raw    []byte
+		class  error
+		reason string // substring of dlq.reason
+	}{
+		{"not json", []byte(`{"$schema": "/mediawiki/recentchange/1.0.0", "meta": {`), ErrNotJSON, "unexpected EOF"},
+		{"plain text", []byte("hello"), ErrNotJSON, "invalid character"},
+		{"empty data", []byte(""), ErrNotJSON, "empty data"},
+		{"trailing garbage", append(bytes.Clone(valid), " {}"...), ErrNotJSON, "data after the JSON value"},
+		{"array", append(append([]byte{'['}, valid...), ']'), ErrContract, "want object"},
+		{"oversized", append(bytes.Clone(valid[:len(valid)-1]), `,"pad":"`+strings.Repeat("x", 4096)+`"}`...), ErrOversized, "bytes > limit 4096"},
+		{"missing meta", mutate(t, func(m, meta map[string]any) { delete(m, "meta") }), ErrContract, "missing property 'meta'"},
+		{"missing meta.id", mutate(t, func(m, meta map[string]any) { delete(meta, "id") }), ErrContract, "at '/meta': missing property 'id'"},
+		{"meta.id not a uuid", mutate(t, func(m, meta map[string]any) { meta["id"] = "63d9586d-899f-4d33-b8a7" }), ErrContract, "at '/meta/id'"},
+		{"meta.dt not a date-time", mutate(t, func(m, meta map[string]any) { meta["dt"] = "26/02/2026 15:49" }), ErrContract, "at '/meta/dt'"},
+		{"missing meta.domain", mutate(t, func(m, meta map[string]any) { delete(meta, "domain") }), ErrContract, "missing property 'domain'"},
+		{"bad type", mutate(t, func(m, meta map[string]any) { m["type"] = "vandalism" }), ErrContract, "at '/type'"},
+		{"missing type", mutate(t, func(m, meta map[string]any) { delete(m, "type") }), ErrContract, "missing property 'type'"},
+		{"timestamp float", mutate(t, func(m, meta map[string]any) { m["timestamp"] = json.Number("1772120973.5") }), ErrContract, "at '/timestamp'"},
+		{"timestamp string", mutate(t, func(m, meta map[string]any) { m["timestamp"] = "1772120973" }), ErrContract, "at '/timestamp'"},
+		{"missing wiki", mutate(t, func(m, meta map[string]any) { delete(m, "wiki") }), ErrContract, "missing property 'wiki'"},
+		{"empty wiki", mutate(t, func(m, meta map[string]any) { m["wiki"] = "" }), ErrContract, "at '/wiki'"},
+		{"missing user", mutate(t, func(m, meta map[string]any) { delete(m, "user") }), ErrContract, "missing property 'user'"},
+		{"missing title", mutate(t, func(m, meta map[string]any) { delete(m, "title") }), ErrContract, "missing property 'title'"},
+		{"namespace string", mutate(t, func(m, meta map[string]any) { m["namespace"] = "0" }), ErrContract, "at '/namespace'"},
+		{"edit without revision.new", mutate(t, func(m, meta map[string]any) { m["revision"] = map[string]any{"old": json.Number("1")} }), ErrContract, "at '/revision': missing property 'new'"},
+		{"edit without length", mutate(t, func(m, meta map[string]any) { delete(m, "length") }), ErrContract, "missing property 'length'"},
+		{"new without length.new", mutate(t, func(m, meta map[string]any) {
+			m["type"] = "new"
+			m["length"] = map[string]any{}
+		}), ErrContract, "at '/length': missing property 'new'"},
+		{"upstream: bot not boolean", mutate(t, func(m, meta map[string]any) { m["bot"] = "no" }), ErrContract, "at '/bot'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := r.route(received{id: `[{"offset":7}]`, data: string(tc.raw), at: time.Unix(1, 0)})
+			if !got.dlq {
+				t.Fatalf("dlq: got false, want true (record %+v)", got.rec)
+			}
+			if got.rec.Topic != "rc.dlq" || got.rec.Partition != 0 {
+				t.Errorf("topic/partition: got %s/%d, want rc.dlq/0", got.rec.Topic, got.rec.Partition)
+			}
+			if !bytes.Equal(got.rec.Value, tc.raw) {
+				t.Errorf("value changed: got %q, want the original bytes", got.rec.Value)
+			}
+			m := broker.Message{Headers: got.rec.Headers}
+			reason := string(m.Header(HeaderReason))
+			if !strings.Contains(reason, tc.reason) {
+				t.Errorf("dlq.reason: got %q, want it to contain %q", reason, tc.reason)
+			}
+			if got, want := string(m.Header(HeaderSourceID)), `[{"offset":7}]`; got != want {
+				t.Errorf("source.id: got %q, want %q", got, want)
+			}
+			if got, want := string(m.Header(HeaderSourceURL)), "http://src/stream"; got != want {
+				t.Errorf("source.url: got %q, want %q", got, want)
+			}
+			if tc.class != ErrOversized {
+				err := Validate(tc.raw)
+				if !errors.Is(err, tc.class) {
+					t.Errorf("Validate: got %v, want errors.Is %v", err, tc.class)
+				}
+			}
+		})
+	}
+
+	t.Run("valid goes to the topic", func(t *testing.T) {
+		got := r.route(received{id: "x", data: string(valid)})
+		if got.dlq || got.canary {
+			t.Fatalf("got dlq=%v canary=%v, want a topic record", got.dlq, got.canary)
+		}
+		if got.rec.Topic != "rc" || got.rec.Partition != broker.AnyPartition {
+			t.Errorf("topic/partition: got %s/%d, want rc/AnyPartition", got.rec.Topic, got.rec.Partition)
+		}
+		id := mustDecodeObject(valid)["meta"].(map[string]any)["id"].(string)
+		if string(got.rec.Key) != id {
+			t.Errorf("key: got %q, want meta.id %q", got.rec.Key, id)
+		}
+	})
+	t.Run("canary is skipped", func(t *testing.T) {
+		raw := mutate(t, func(m, meta map[string]any) { meta["domain"] = "canary" })
+		got := r.route(received{id: "x", data: string(raw)})
+		if !got.canary || got.dlq {
+			t.Fatalf("got canary=%v dlq=%v, want canary=true dlq=false", got.canary, got.dlq)
+		}
+	})
+}
+
+func TestViolateBreaksTheContract(t *testing.T) {
+	rec := Generate(3, 2*len(ViolationKinds))
+	for i, raw := range rec.Events {
+		bad := Violate(raw, i)
+		err := Validate(bad)
+		if err == nil {
+			t.Errorf("%s: Validate passed, want a violation", ViolationKinds[i%len(ViolationKinds)])
+		}
+	}
+}
+
+func TestGenerate(t *testing.T) {
+	const n = 3000
+	a, b := Generate(42, n), Generate(42, n)
+	if a.Len() != n {
+		t.Fatalf("len: got %d, want %d", a.Len(), n)
+	}
+	for i := range a.Events {
+		if !bytes.Equal(a.Events[i], b.Events[i]) {
+			t.Fatalf("event %d differs between two runs with seed 42", i)
+		}
+	}
+	if c := Generate(43, 10); bytes.Equal(c.Events[0], a.Events[0]) {
+		t.Fatal("seeds 42 and 43 gave the same first event")
+	}
+	con, err := NewContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	types, wikis, users := map[string]int{}, map[string]int{}, map[string]int{}
+	var bots, ips, temps int
+	var lastTS int64
+	for i, raw := range a.Events {
+		ev, err := con.Check(raw)
+		if err != nil {
+			t.Fatalf("event %d fails the contract: %v", i, err)
+		}
+		if ids[ev.ID] {
+			t.Fatalf("event %d: duplicate meta.id %s", i, ev.ID)
+		}
+		ids[ev.ID] = true
+		if ev.Timestamp < lastTS {
+			t.Fatalf("event %d: timestamp %d before previous %d", i, ev.Timestamp, lastTS)
+		}
+		lastTS = ev.Timestamp
+		m := mustDecodeObject(raw)
+		types[ev.Type]++
+		wikis[m["wiki"].(string)]++
+		u := m["user"].(string)
+		users[u]++
+		switch {
+		case m["bot"] == true:
+			bots++
+		case strings.HasPrefix(u, "~2026-"):
+			temps++
+		case strings.Count(u, ".") == 3:
+			ips++
+		}
+		dt, err := time.Parse(time.RFC3339Nano, m["meta"].(map[string]any)["dt"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := dt.Sub(time.Unix(ev.Timestamp, 0)); d < 500*time.Millisecond || d > 7*time.Second {
+			t.Errorf("event %d: meta.dt - timestamp = %v, want 0.6 to 6 s", i, d)
+		}
+	}
+	share := func(k string) float64 { return float64(types[k]) / n }
+	for _, tc := range []struct {
+		typ      string
+		lo, high float64
+	}{{"edit", .45, .55}, {"categorize", .25, .35}, {"log", .08, .16}, {"new", .05, .10}} {
+		if s := share(tc.typ); s < tc.lo || s > tc.high {
+			t.Errorf("share of %s: got %.3f, want %.2f..%.2f", tc.typ, s, tc.lo, tc.high)
+		}
+	}
+	if len(wikis) < 15 {
+		t.Errorf("wikis: got %d distinct, want >= 15", len(wikis))
+	}
+	if len(users) < 100 {
+		t.Errorf("users: got %d distinct, want >= 100", len(users))
+	}
+	if bots == 0 || ips == 0 || temps == 0 {
+		t.Errorf("editor kinds: got bots=%d ips=%d temps=%d, want all > 0", bots, ips, temps)
+	}
+	if avg := float64(a.Bytes()) / n; avg < 1000 || avg > 1700 {
+		t.Errorf("average event size: got %.0f B, want about 1.3 KB", avg)
+	}
+}
+
+func TestRecordingRoundTrip(t *testing.T) {
+	rec := Generate(5, 20)
+	var buf bytes.Buffer
+	if _, err := rec.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadRecording(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Len() != rec.Len() {
+		t.Fatalf("len: got %d, want %d", got.Len(), rec.Len())
+	}
+	for i := range rec.Events {
+		if !bytes.Equal(got.Events[i], rec.Events[i]) {
+			t.Fatalf("event %d differs after a round trip", i)
+		}
+	}
+}

@@ -1,0 +1,20 @@
+// Package ingest owns the hop from Wikimedia EventStreams to the broker: an
+// SSE client (github.com/tmaxmax/go-sse) that reconnects with backoff and
+// resumes with Last-Event-ID, the event contract (the upstream
+// mediawiki/recentchange schema plus the project's stricter rules, embedded
+// and checked with github.com/santhosh-tekuri/jsonschema/v6), routing of
+// contract violations, non-JSON and oversized data to a dead-letter topic,
+// and the durable resume position. It also owns the replay SSE server and
+// the event generator that the demo, the tests and the benchmarks use.
+//
+// What survives a crash: every Append to the broker carries a batch of
+// events and, in the same transaction, the SSE id of the batch's last event
+// under the meta key "ingest/<source>/last-event-id". After a crash the
+// stored position is therefore never ahead of the stored events, and a
+// restart resumes at it: nothing is lost. Events received but not yet
+// appended are read again after the restart. Because the source resumes
+// "at or before" the position (several events share one id), some events
+// can be stored twice: the guarantee of this hop is at-least-once, and
+// duplicates of meta.id come only from the resume window (silver removes
+// them).
+package ingest

@@ -1,0 +1,549 @@
+package ingest
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for ReplayConfig.
+const (
+	DefaultReplayTopic     = "replay.mediawiki.recentchange"
+	DefaultReplayHeartbeat = 5 * time.Second
+	// ReplayPath is where Start serves the stream, as EventStreams does.
+	ReplayPath = "/v2/stream/recentchange"
+)
+
+// ReplayConfig configures a Replay. Zero fields take defaults.
+type ReplayConfig struct {
+	// Seed makes loop ids, violations, late, canary and oversized events
+	// deterministic.
+	Seed int64
+	// Rate paces each connection at this many events per second; 0 sends
+	// flat out.
+	Rate float64
+	// Restamp rewrites timestamp and meta.dt of every event to the time it
+	// is first sent (keeping the recorded intake delay between them). Late
+	// events are always stamped send time minus their age.
+	Restamp bool
+	// IDGroup is how many consecutive events share one SSE id (stream
+	// position), as timestamp-based ids do on the real stream. Default 1.
+	IDGroup int
+	// Rewind is how many events before the first event of the requested
+	// position a resumed connection starts: "at or before" Last-Event-ID.
+	Rewind int
+	// ResumeAfter makes a resumed connection start right after the named
+	// position (KafkaSSE with offset ids) instead of at it, so a scenario
+	// can count broker messages exactly. Rewind still applies.
+	ResumeAfter bool
+	// Topic is named in the SSE ids. Default DefaultReplayTopic.
+	Topic string
+	// Heartbeat is the interval of SSE comments on an idle connection.
+	Heartbeat time.Duration
+	// Logger, default slog.Default().
+	Logger *slog.Logger
+}
+
+// ReplayCounts counts what a Replay holds and sent, so a scenario can
+// compute its expectations. Counts of ids assume the recordings given to
+// Loops are valid with unique meta.ids (Generate and Sample are).
+type ReplayCounts struct {
+	Events        int64 // events held (every kind)
+	Loops         int   // loop passes enqueued
+	OnTime        int64 // events of Loops passes: unique, valid, on time
+	OnTimeEditNew int64 // ... of which type edit or new
+	Resent        int64 // repeats enqueued by Resend / ResendRange
+	Violations    int64 // contract violations
+	Late          int64 // valid events stamped in the past (unique ids)
+	LateEditNew   int64 // ... of which type edit or new
+	Canaries      int64 // canary events
+	Oversized     int64 // oversized events
+	Sent          int64 // events written to clients (all connections)
+	Connections   int64 // connections accepted
+}
+
+// ReplayEvent describes one held event (see Replay.Events).
+type ReplayEvent struct {
+	Index    int    // position in the replay log
+	Position int64  // the stream position its SSE id names
+	Kind     Kind   // why it is there
+	Loop     int    // loop pass (KindLoop, and KindResend of a loop)
+	MetaID   string // the meta.id it is sent with ("" if it has none)
+	Type     string // recorded type field
+}
+
+// Replay is an SSE server that plays events like Wikimedia EventStreams:
+// "event: message", an "id:" holding a JSON array of stream positions, and
+// the event JSON as data. It holds an append-only, in-memory log of events;
+// every connection reads it from its resume point (at or before
+// Last-Event-ID, or from `since`, or from the start) and waits for more at
+// the end. Enqueue methods may be called at any time, also while serving.
+type Replay struct {
+	cfg ReplayConfig
+
+	mu      sync.RWMutex
+	entries []*entry
+	more    chan struct{} // closed and replaced when entries grow
+	loops   [][]*template // templates of each loop pass, for Resend
+	counts  ReplayCounts
+	calls   int64 // enqueue calls, for per-call seeds
+
+	sent, conns atomic.Int64
+
+	srv    *http.Server
+	closed chan struct{}
+	once   sync.Once
+}
+
+// NewReplay returns an empty replay server; enqueue events and Start it.
+func NewReplay(cfg ReplayConfig) *Replay {
+	if cfg.IDGroup <= 0 {
+		cfg.IDGroup = 1
+	}
+	if cfg.Rewind < 0 {
+		cfg.Rewind = 0
+	}
+	if cfg.Topic == "" {
+		cfg.Topic = DefaultReplayTopic
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultReplayHeartbeat
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Replay{cfg: cfg, more: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// Start serves on addr (for example "127.0.0.1:0") and returns the stream
+// URL (http://host:port/v2/stream/recentchange).
+func (r *Replay) Start(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("listen replay: %w", err)
+	}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			r.cfg.Logger.Error("replay: serve", "err", err)
+		}
+	}()
+	return "http://" + ln.Addr().String() + ReplayPath, nil
+}
+
+// Close stops the server and ends every connection.
+func (r *Replay) Close() error {
+	r.once.Do(func() { close(r.closed) })
+	if r.srv != nil {
+		if err := r.srv.Close(); err != nil {
+			return fmt.Errorf("close replay: %w", err)
+		}
+	}
+	return nil
+}
+
+// Counts returns what was enqueued and sent so far.
+func (r *Replay) Counts() ReplayCounts {
+	r.mu.RLock()
+	c := r.counts
+	r.mu.RUnlock()
+	c.Sent = r.sent.Load()
+	c.Connections = r.conns.Load()
+	return c
+}
+
+// Len returns the number of events held.
+func (r *Replay) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.entries)
+}
+
+// Events describes the held events from index from on.
+func (r *Replay) Events(from int) []ReplayEvent {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if from < 0 {
+		from = 0
+	}
+	out := make([]ReplayEvent, 0, max(0, len(r.entries)-from))
+	for i := from; i < len(r.entries); i++ {
+		e := r.entries[i]
+		out = append(out, ReplayEvent{Index: i, Position: int64(i / r.cfg.IDGroup), Kind: e.kind,
+			Loop: e.loop, MetaID: e.metaID(), Type: e.t.typ})
+	}
+	return out
+}
+
+// ResumeIndex returns the index of the first event a connection resuming
+// with lastEventID is sent: the first event of the named position minus
+// Rewind (the first event after it with ResumeAfter). ok is false when lastEventID is not one of this server's ids.
+func (r *Replay) ResumeIndex(lastEventID string) (idx int, ok bool) {
+	pos, ok := r.parsePosition(lastEventID)
+	if !ok {
+		return 0, false
+	}
+	if r.cfg.ResumeAfter {
+		pos++
+	}
+	return max(0, int(pos)*r.cfg.IDGroup-r.cfg.Rewind), true
+}
+
+func (r *Replay) add(es []*entry, apply func(c *ReplayCounts)) {
+	now := time.Now().UnixNano()
+	for _, e := range es {
+		e.enq = now
+	}
+	r.mu.Lock()
+	r.entries = append(r.entries, es...)
+	r.counts.Events += int64(len(es))
+	if apply != nil {
+		apply(&r.counts)
+	}
+	close(r.more)
+	r.more = make(chan struct{})
+	r.mu.Unlock()
+}
+
+func (r *Replay) nextSeed() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	return r.cfg.Seed*1_000_003 + r.calls
+}
+
+// Loops enqueues n passes over rec. Each pass gets fresh deterministic
+// meta.ids (see LoopID; the first pass ever keeps the recorded ids); passes
+// are numbered across calls.
+func (r *Replay) Loops(rec Recording, n int) {
+	tmpls := make([]*template, len(rec.Events))
+	var editNew int64
+	for i, data := range rec.Events {
+		tmpls[i] = newTemplate(data)
+		if t := tmpls[i].typ; t == "edit" || t == "new" {
+			editNew++
+		}
+	}
+	for range n {
+		r.mu.Lock()
+		loop := len(r.loops)
+		r.loops = append(r.loops, tmpls)
+		r.mu.Unlock()
+		es := make([]*entry, len(tmpls))
+		for i, t := range tmpls {
+			id := ""
+			if loop > 0 {
+				id = LoopID(r.cfg.Seed, loop, t.metaID)
+			}
+			es[i] = &entry{t: t, id: id, kind: KindLoop, loop: loop}
+		}
+		r.add(es, func(c *ReplayCounts) {
+			c.Loops++
+			c.OnTime += int64(len(tmpls))
+			c.OnTimeEditNew += editNew
+		})
+	}
+}
+
+// Resend enqueues loop pass loop again with the same meta.ids, as a source
+// that resumed from an earlier position would send them.
+func (r *Replay) Resend(loop int) error {
+	r.mu.RLock()
+	if loop < 0 || loop >= len(r.loops) {
+		n := len(r.loops)
+		r.mu.RUnlock()
+		return fmt.Errorf("resend loop %d: only %d loops enqueued", loop, n)
+	}
+	tmpls := r.loops[loop]
+	r.mu.RUnlock()
+	es := make([]*entry, len(tmpls))
+	for i, t := range tmpls {
+		id := ""
+		if loop > 0 {
+			id = LoopID(r.cfg.Seed, loop, t.metaID)
+		}
+		es[i] = &entry{t: t, id: id, kind: KindResend, loop: loop}
+	}
+	r.add(es, func(c *ReplayCounts) { c.Resent += int64(len(es)) })
+	return nil
+}
+
+// ResendRange enqueues the held events [from, to) again, same ids.
+func (r *Replay) ResendRange(from, to int) error {
+	r.mu.RLock()
+	if from < 0 || to > len(r.entries) || from > to {
+		n := len(r.entries)
+		r.mu.RUnlock()
+		return fmt.Errorf("resend range [%d,%d): %d events held", from, to, n)
+	}
+	es := make([]*entry, 0, to-from)
+	for _, e := range r.entries[from:to] {
+		es = append(es, &entry{t: e.t, id: e.id, kind: KindResend, loop: e.loop, age: e.age})
+	}
+	r.mu.RUnlock()
+	r.add(es, func(c *ReplayCounts) { c.Resent += int64(len(es)) })
+	return nil
+}
+
+// Violations enqueues n events that break the contract, cycling through
+// ViolationKinds (not JSON, missing meta.id, bad type, ...).
+func (r *Replay) Violations(n int) {
+	seed := r.nextSeed()
+	base := Generate(seed, n)
+	es := make([]*entry, n)
+	for i := range n {
+		data := Violate(base.Events[i], i)
+		es[i] = &entry{t: &template{data: data, metaID: metaIDOf(data), typ: typeOf(data)}, kind: KindViolation}
+	}
+	r.add(es, func(c *ReplayCounts) { c.Violations += int64(n) })
+}
+
+// Late enqueues n fresh valid events whose times are stamped age before the
+// moment they are sent.
+func (r *Replay) Late(n int, age time.Duration) {
+	rec := Generate(r.nextSeed(), n)
+	es := make([]*entry, n)
+	var editNew int64
+	for i, data := range rec.Events {
+		t := newTemplate(data)
+		if t.typ == "edit" || t.typ == "new" {
+			editNew++
+		}
+		es[i] = &entry{t: t, kind: KindLate, age: age}
+	}
+	r.add(es, func(c *ReplayCounts) { c.Late += int64(n); c.LateEditNew += editNew })
+}
+
+// Canaries enqueues n valid canary events (meta.domain "canary").
+func (r *Replay) Canaries(n int) {
+	rec := Generate(r.nextSeed(), n)
+	es := make([]*entry, n)
+	for i, data := range rec.Events {
+		m := mustDecodeObject(data)
+		m["meta"].(map[string]any)["domain"] = "canary"
+		es[i] = &entry{t: newTemplate(encodeCompact(m)), kind: KindCanary}
+	}
+	r.add(es, func(c *ReplayCounts) { c.Canaries += int64(n) })
+}
+
+// Oversized enqueues n otherwise valid events padded (in "comment") to at
+// least size bytes.
+func (r *Replay) Oversized(n, size int) {
+	rec := Generate(r.nextSeed(), n)
+	es := make([]*entry, n)
+	for i, data := range rec.Events {
+		m := mustDecodeObject(data)
+		pad := max(0, size-len(data))
+		c, _ := m["comment"].(string)
+		m["comment"] = c + padding(pad)
+		es[i] = &entry{t: newTemplate(encodeCompact(m)), kind: KindOversized}
+	}
+	r.add(es, func(c *ReplayCounts) { c.Oversized += int64(n) })
+}
+
+func padding(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'x'
+	}
+	return string(b)
+}
+
+func metaIDOf(data []byte) string { return newTemplate(data).metaID }
+func typeOf(data []byte) string   { return newTemplate(data).typ }
+
+// sseID is the id line value for stream position pos.
+func (r *Replay) appendID(b []byte, pos int64) []byte {
+	b = append(b, `[{"topic":"`...)
+	b = append(b, r.cfg.Topic...)
+	b = append(b, `","partition":0,"offset":`...)
+	b = strconv.AppendInt(b, pos, 10)
+	return append(b, "}]"...)
+}
+
+func (r *Replay) parsePosition(id string) (int64, bool) {
+	var parts []struct {
+		Topic     string `json:"topic"`
+		Partition int    `json:"partition"`
+		Offset    *int64 `json:"offset"`
+	}
+	if err := json.Unmarshal([]byte(id), &parts); err != nil {
+		return 0, false
+	}
+	for _, p := range parts {
+		if p.Topic == r.cfg.Topic && p.Offset != nil && *p.Offset >= 0 {
+			return *p.Offset, true
+		}
+	}
+	return 0, false
+}
+
+// startIndex picks where a new connection starts.
+func (r *Replay) startIndex(req *http.Request) (int, error) {
+	if id := req.Header.Get("Last-Event-ID"); id != "" {
+		idx, ok := r.ResumeIndex(id)
+		if !ok {
+			return 0, fmt.Errorf("Last-Event-ID %q names no position of topic %s", id, r.cfg.Topic)
+		}
+		return idx, nil
+	}
+	if s := req.URL.Query().Get("since"); s != "" {
+		var since time.Time
+		if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+			since = time.UnixMilli(ms)
+		} else if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			since = t
+		} else {
+			return 0, fmt.Errorf("since %q is neither milliseconds nor RFC 3339", s)
+		}
+		r.mu.RLock()
+		defer r.mu.RUnlock()
+		ns := since.UnixNano()
+		return sort.Search(len(r.entries), func(i int) bool { return r.entries[i].enq >= ns }), nil
+	}
+	return 0, nil
+}
+
+// ServeHTTP streams events to one client.
+func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodGet {
+		http.Error(w, "GET only", http.StatusMethodNotAllowed)
+		return
+	}
+	idx, err := r.startIndex(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.conns.Add(1)
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(":ok\n\n")
+	flush := func() error {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if flush() != nil {
+		return
+	}
+
+	ctx := req.Context()
+	started := time.Now()
+	var sentHere int64
+	idBuf := make([]byte, 0, 128)
+	for {
+		r.mu.RLock()
+		batch := r.entries[min(idx, len(r.entries)):]
+		more := r.more
+		r.mu.RUnlock()
+
+		if len(batch) == 0 {
+			if flush() != nil {
+				return
+			}
+			hb := time.NewTimer(r.cfg.Heartbeat)
+			select {
+			case <-more:
+				hb.Stop()
+			case <-hb.C:
+				bw.WriteString(":\n\n")
+			case <-ctx.Done():
+				hb.Stop()
+				return
+			case <-r.closed:
+				hb.Stop()
+				return
+			}
+			continue
+		}
+		for i, e := range batch {
+			if i%64 == 63 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-r.closed:
+					return
+				default:
+				}
+			}
+			if r.cfg.Rate > 0 {
+				if wait := pace(started, sentHere, r.cfg.Rate); wait > 0 {
+					if flush() != nil {
+						return
+					}
+					t := time.NewTimer(wait)
+					select {
+					case <-t.C:
+					case <-ctx.Done():
+						t.Stop()
+						return
+					case <-r.closed:
+						t.Stop()
+						return
+					}
+				}
+			}
+			now := time.Now()
+			bw.WriteString("event: message\nid: ")
+			idBuf = r.appendID(idBuf[:0], int64(idx/r.cfg.IDGroup))
+			bw.Write(idBuf)
+			bw.WriteString("\ndata: ")
+			e.writeData(bw, r.cfg.Restamp || e.kind == KindLate, now)
+			if _, err := bw.WriteString("\n\n"); err != nil {
+				return
+			}
+			idx++
+			sentHere++
+			r.sent.Add(1)
+		}
+		select {
+		case <-r.closed:
+			flush()
+			return
+		default:
+		}
+	}
+}
+
+// pace returns how long to wait before sending event number sent so that a
+// connection started at start keeps to rate events/s. Waits under 2 ms are
+// skipped (the schedule catches up in a burst), so high rates do not sleep
+// per event.
+func pace(start time.Time, sent int64, rate float64) time.Duration {
+	due := start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))
+	if wait := time.Until(due); wait >= 2*time.Millisecond {
+		return wait
+	}
+	return 0
+}
+
+// Demo starts a replay server on addr (use "127.0.0.1:0") that plays
+// events generated from the 50 real ones, restamped to now, at rate events/s
+// (0 = flat out) in loops passes, with a few contract violations and canaries
+// mixed in. Point Config.URL at the returned URL; Close the Replay when done.
+func Demo(addr string, seed int64, events, loops int, rate float64) (*Replay, string, error) {
+	r := NewReplay(ReplayConfig{Seed: seed, Rate: rate, Restamp: true})
+	r.Loops(Generate(seed, events), loops)
+	r.Violations(max(1, events/500))
+	r.Canaries(max(1, events/1000))
+	url, err := r.Start(addr)
+	if err != nil {
+		return nil, "", err
+	}
+	return r, url, nil
+}

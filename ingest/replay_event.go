@@ -1,0 +1,311 @@
+package ingest
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"encoding/binary"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Kind says why the replay server holds an event.
+type Kind int
+
+// Kinds of replayed events.
+const (
+	KindLoop      Kind = iota // an event of a Loops pass: valid, on time
+	KindResend                // a repeat of an earlier event (same bytes, same meta.id)
+	KindViolation             // breaks the contract: must land in the DLQ
+	KindLate                  // valid, stamped now minus an age
+	KindCanary                // valid, meta.domain "canary": must be skipped
+	KindOversized             // valid JSON but longer than a given size
+)
+
+var kindNames = [...]string{"loop", "resend", "violation", "late", "canary", "oversized"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// span fields that are rewritten when an event is sent.
+const (
+	fieldID   = 1 // meta.id (string value, quotes included)
+	fieldDT   = 2 // meta.dt (string value, quotes included)
+	fieldTS   = 3 // timestamp (number)
+	fieldType = 4 // type (string value; located, never rewritten)
+)
+
+type span struct {
+	start, end int
+	field      byte
+}
+
+// template is one event's bytes with the byte ranges of the fields the
+// server rewrites.
+type template struct {
+	data   []byte
+	spans  []span // sorted by start; only fieldID, fieldDT, fieldTS
+	metaID string
+	typ    string
+	delay  time.Duration // meta.dt minus timestamp in the original
+}
+
+func newTemplate(data []byte) *template {
+	t := &template{data: data}
+	var dtVal string
+	var tsVal int64
+	for _, s := range locateFields(data) {
+		val := data[s.start:s.end]
+		switch s.field {
+		case fieldType:
+			if len(val) >= 2 {
+				t.typ = string(val[1 : len(val)-1])
+			}
+			continue
+		case fieldID:
+			if len(val) >= 2 {
+				t.metaID = string(val[1 : len(val)-1])
+			}
+		case fieldDT:
+			if len(val) >= 2 {
+				dtVal = string(val[1 : len(val)-1])
+			}
+		case fieldTS:
+			tsVal, _ = strconv.ParseInt(string(val), 10, 64)
+		}
+		t.spans = append(t.spans, s)
+	}
+	if dt, err := time.Parse(time.RFC3339Nano, dtVal); err == nil && tsVal > 0 {
+		t.delay = dt.Sub(time.Unix(tsVal, 0))
+	}
+	t.delay = min(max(t.delay, 0), 10*time.Second)
+	return t
+}
+
+// entry is one event in the replay log.
+type entry struct {
+	t     *template
+	id    string // meta.id to send; "" keeps the template's bytes
+	kind  Kind
+	loop  int
+	age   time.Duration // KindLate: event time is send time minus age
+	enq   int64         // unix nanos when enqueued (for since)
+	stamp atomic.Int64  // unix nanos of the first send, when stamped
+}
+
+func (e *entry) metaID() string {
+	if e.id != "" {
+		return e.id
+	}
+	return e.t.metaID
+}
+
+// writeData writes the entry's data with meta.id replaced and, if stamp,
+// timestamp and meta.dt rewritten for the first send time of the entry (so a
+// resend of the same stored entry is byte-identical, as a resumed source's).
+func (e *entry) writeData(w *bufio.Writer, stamp bool, now time.Time) {
+	var dt, ts []byte
+	if stamp {
+		st := e.stamp.Load()
+		if st == 0 {
+			e.stamp.CompareAndSwap(0, now.UnixNano())
+			st = e.stamp.Load()
+		}
+		intake := time.Unix(0, st).Add(-e.age).UTC()
+		var dtb [32]byte
+		dt = append(intake.AppendFormat(append(dtb[:0], '"'), dtLayout), '"')
+		var tsb [24]byte
+		ts = strconv.AppendInt(tsb[:0], intake.Add(-e.t.delay).Unix(), 10)
+	}
+	data := e.t.data
+	prev := 0
+	for _, s := range e.t.spans {
+		var repl []byte
+		switch {
+		case s.field == fieldID && e.id != "":
+			w.Write(data[prev:s.start])
+			w.WriteByte('"')
+			w.WriteString(e.id)
+			w.WriteByte('"')
+			prev = s.end
+			continue
+		case s.field == fieldDT && dt != nil:
+			repl = dt
+		case s.field == fieldTS && ts != nil:
+			repl = ts
+		default:
+			continue
+		}
+		w.Write(data[prev:s.start])
+		w.Write(repl)
+		prev = s.end
+	}
+	w.Write(data[prev:])
+}
+
+// LoopID returns the meta.id the replay server gives an event with meta.id
+// id in loop pass loop: loop 0 keeps the recorded id; later loops get a
+// name-based (version 5 layout) UUID of seed, loop and id, so every loop is
+// fresh and every id can be derived again.
+func LoopID(seed int64, loop int, id string) string {
+	if loop == 0 {
+		return id
+	}
+	h := sha1.New()
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(seed))
+	binary.BigEndian.PutUint64(b[8:], uint64(loop))
+	h.Write(b[:])
+	h.Write([]byte(id))
+	var u [16]byte
+	copy(u[:], h.Sum(nil))
+	return formatUUID(u, 5)
+}
+
+// locateFields finds the byte ranges of meta.id, meta.dt, timestamp and type
+// in a JSON object without decoding it. Malformed input yields what was
+// found before the error.
+func locateFields(b []byte) []span {
+	p := &locator{b: b}
+	p.value(0, "")
+	return p.spans
+}
+
+type locator struct {
+	b     []byte
+	i     int
+	spans []span
+	bad   bool
+}
+
+func (p *locator) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// value parses one value at depth with the given key path ("" at the root,
+// "meta" for meta's members) and records wanted fields.
+func (p *locator) value(depth int, parent string) {
+	p.ws()
+	if p.i >= len(p.b) {
+		p.bad = true
+		return
+	}
+	switch p.b[p.i] {
+	case '{':
+		p.i++
+		for !p.bad {
+			p.ws()
+			if p.i < len(p.b) && p.b[p.i] == '}' {
+				p.i++
+				return
+			}
+			ks := p.i
+			p.str()
+			if p.bad {
+				return
+			}
+			key := string(p.b[ks+1 : p.i-1])
+			p.ws()
+			if p.i >= len(p.b) || p.b[p.i] != ':' {
+				p.bad = true
+				return
+			}
+			p.i++
+			p.ws()
+			vs := p.i
+			child := ""
+			if depth == 0 {
+				child = key
+			}
+			p.value(depth+1, child)
+			if p.bad {
+				return
+			}
+			var f byte
+			switch {
+			case depth == 0 && key == "timestamp":
+				f = fieldTS
+			case depth == 0 && key == "type":
+				f = fieldType
+			case depth == 1 && parent == "meta" && key == "id":
+				f = fieldID
+			case depth == 1 && parent == "meta" && key == "dt":
+				f = fieldDT
+			}
+			if f != 0 {
+				p.spans = append(p.spans, span{start: vs, end: p.i, field: f})
+			}
+			p.ws()
+			if p.i < len(p.b) && p.b[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.i < len(p.b) && p.b[p.i] == '}' {
+				p.i++
+				return
+			}
+			p.bad = true
+		}
+	case '[':
+		p.i++
+		for !p.bad {
+			p.ws()
+			if p.i < len(p.b) && p.b[p.i] == ']' {
+				p.i++
+				return
+			}
+			p.value(depth+1, "")
+			p.ws()
+			if p.i < len(p.b) && p.b[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.i < len(p.b) && p.b[p.i] == ']' {
+				p.i++
+				return
+			}
+			p.bad = true
+		}
+	case '"':
+		p.str()
+	default:
+		for p.i < len(p.b) {
+			switch p.b[p.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return
+			}
+			p.i++
+		}
+	}
+}
+
+func (p *locator) str() {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		p.bad = true
+		return
+	}
+	p.i++
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case '\\':
+			p.i += 2
+			continue
+		case '"':
+			p.i++
+			return
+		}
+		p.i++
+	}
+	p.bad = true
+}

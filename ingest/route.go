@@ -1,0 +1,73 @@
+package ingest
+
+import (
+	"fmt"
+	"time"
+
+	"lakehouse/broker"
+)
+
+// received is one SSE event as the client read it.
+type received struct {
+	id   string // the SSE id in force for this event (stream position)
+	data string // the data field, lines joined with "\n" as the SSE spec says
+	at   time.Time
+}
+
+// routed is where one received event goes.
+type routed struct {
+	rec    broker.Record
+	canary bool // skipped: no record
+	dlq    bool
+	id     string
+}
+
+// router turns received events into broker records. It is safe for
+// concurrent use.
+type router struct {
+	contract *Contract
+	topic    string
+	dlqTopic string
+	url      string
+	maxBytes int
+}
+
+func (r *router) route(ev received) routed {
+	out := routed{id: ev.id}
+	value := []byte(ev.data)
+	if len(value) > r.maxBytes {
+		return r.dead(out, ev, value, fmt.Errorf("%w: %d bytes > limit %d", ErrOversized, len(value), r.maxBytes))
+	}
+	e, err := r.contract.Check(value)
+	if err != nil {
+		return r.dead(out, ev, value, err)
+	}
+	if e.Canary() {
+		out.canary = true
+		return out
+	}
+	out.rec = broker.Record{
+		Topic:     r.topic,
+		Partition: broker.AnyPartition,
+		Key:       []byte(e.ID),
+		Value:     value,
+		Timestamp: ev.at,
+	}
+	return out
+}
+
+func (r *router) dead(out routed, ev received, value []byte, reason error) routed {
+	out.dlq = true
+	out.rec = broker.Record{
+		Topic:     r.dlqTopic,
+		Partition: 0,
+		Value:     value, // untouched
+		Timestamp: ev.at,
+		Headers: []broker.Header{
+			{Key: HeaderReason, Value: []byte(reason.Error())},
+			{Key: HeaderSourceID, Value: []byte(ev.id)},
+			{Key: HeaderSourceURL, Value: []byte(r.url)},
+		},
+	}
+	return out
+}

@@ -1,0 +1,324 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/internal/fault"
+)
+
+var (
+	hookBeforeAppend = fault.Register("ingest.before-append",
+		"ingest: a batch (events + resume position) is built, before the broker Append")
+	hookAfterAppend = fault.Register("ingest.after-append",
+		"ingest: the broker Append returned (batch and resume position durable), before the ingest counts it")
+)
+
+// Ingester moves one SSE source into the broker. Create it with New, start it
+// with Run, read its counters with Stats from any goroutine.
+type Ingester struct {
+	log       broker.Log
+	cfg       Config
+	router    *router
+	transport http.RoundTripper
+
+	seen, appended, dlq, canary, batches, bytes, reconnects atomic.Int64
+	connected                                               atomic.Bool
+	position                                                atomic.Pointer[string]
+	running                                                 atomic.Bool
+}
+
+// New checks cfg, fills its defaults and compiles the contract.
+func New(log broker.Log, cfg Config) (*Ingester, error) {
+	if log == nil {
+		return nil, errors.New("new ingester: nil broker log")
+	}
+	cfg.fill()
+	c, err := loadDefaultContract()
+	if err != nil {
+		return nil, fmt.Errorf("new ingester: %w", err)
+	}
+	in := &Ingester{
+		log: log,
+		cfg: cfg,
+		router: &router{
+			contract: c,
+			topic:    cfg.Topic,
+			dlqTopic: cfg.DLQTopic,
+			url:      cfg.URL,
+			maxBytes: cfg.MaxEventBytes,
+		},
+		transport: cfg.HTTPTransport,
+	}
+	empty := ""
+	in.position.Store(&empty)
+	return in, nil
+}
+
+// Config returns the configuration with defaults filled in.
+func (in *Ingester) Config() Config { return in.cfg }
+
+// Stats returns a snapshot of the counters. Safe to call while Run runs.
+func (in *Ingester) Stats() Stats {
+	return Stats{
+		Seen:       in.seen.Load(),
+		Appended:   in.appended.Load(),
+		DLQ:        in.dlq.Load(),
+		Canary:     in.canary.Load(),
+		Batches:    in.batches.Load(),
+		Bytes:      in.bytes.Load(),
+		Reconnects: in.reconnects.Load(),
+		Position:   *in.position.Load(),
+		Connected:  in.connected.Load(),
+	}
+}
+
+// Run ingests with a fresh Ingester: see (*Ingester).Run.
+func Run(ctx context.Context, log broker.Log, cfg Config) error {
+	in, err := New(log, cfg)
+	if err != nil {
+		return err
+	}
+	return in.Run(ctx)
+}
+
+// Run creates the topics if needed, reads the stored resume position and
+// streams events into the broker until ctx is done. Then it appends the
+// events already received (the pending batch) and returns nil.
+//
+// Every Append carries the batch's records and, in the same transaction,
+// the SSE id of the batch's last event under MetaKey(Source): after a crash
+// the stored position is never ahead of the stored events. Network failures
+// are retried forever with backoff. Run returns an error only for what
+// cannot heal by waiting: the broker failing (topic creation, Meta, Append)
+// or an SSE frame too large to read (ErrFrameTooLarge); events already
+// received are still appended first. An Ingester runs once.
+func (in *Ingester) Run(ctx context.Context) error {
+	if !in.running.CompareAndSwap(false, true) {
+		return errors.New("run ingest: already started")
+	}
+	cfg := in.cfg
+	if err := in.log.CreateTopic(ctx, cfg.Topic, cfg.Partitions); err != nil {
+		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
+	}
+	if err := in.log.CreateTopic(ctx, cfg.DLQTopic, 1); err != nil {
+		return fmt.Errorf("create topic %s: %w", cfg.DLQTopic, err)
+	}
+	pos, err := in.log.Meta(ctx, MetaKey(cfg.Source))
+	if err != nil {
+		return fmt.Errorf("read resume position: %w", err)
+	}
+	from := string(pos)
+	in.position.Store(&from)
+	cfg.Logger.Info("ingest: starting", "source", cfg.Source, "url", cfg.URL, "resume_from", from,
+		"since", cfg.Since, "topic", cfg.Topic, "dlq", cfg.DLQTopic)
+
+	// The pipeline: stream -> chunker -> workers (validate) -> batcher (in
+	// order) -> appender. Closing each stage's input ends the next stage, so
+	// a cancelled ctx drains every event already received into a last Append.
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var fatal error
+	var fatalOnce sync.Once
+	fail := func(err error) {
+		fatalOnce.Do(func() { fatal = err; stop() })
+	}
+
+	events := make(chan received, 4096)
+	ordered := make(chan *chunk, 4*cfg.Workers)
+	work := make(chan *chunk, 4*cfg.Workers)
+	batches := make(chan pending, 1)
+
+	var wg sync.WaitGroup
+	wg.Go(func() { chunkEvents(events, work, ordered) })
+	for range cfg.Workers {
+		wg.Go(func() {
+			for c := range work {
+				for i, ev := range c.evs {
+					c.out[i] = in.router.route(ev)
+				}
+				close(c.done)
+			}
+		})
+	}
+	wg.Go(func() { in.batch(ordered, batches) })
+	appendDone := make(chan struct{})
+	go func() {
+		defer close(appendDone)
+		// Appends outlive ctx so the last batch is still stored on shutdown.
+		actx := context.WithoutCancel(ctx)
+		failed := false
+		for b := range batches {
+			if failed {
+				continue
+			}
+			if err := in.append(actx, b); err != nil {
+				failed = true
+				fail(err)
+			}
+		}
+	}()
+
+	err = in.stream(runCtx, from, func(ev received) error {
+		in.seen.Add(1)
+		in.bytes.Add(int64(len(ev.data)))
+		select {
+		case events <- ev:
+			return nil
+		case <-runCtx.Done():
+			return runCtx.Err()
+		}
+	})
+	if err != nil {
+		fail(err)
+	}
+	close(events)
+	wg.Wait()
+	<-appendDone
+	s := in.Stats()
+	cfg.Logger.Info("ingest: stopped", "source", cfg.Source, "seen", s.Seen, "appended", s.Appended,
+		"dlq", s.DLQ, "canary", s.Canary, "batches", s.Batches, "position", s.Position, "err", fatal)
+	return fatal
+}
+
+// chunk is a run of consecutive events validated by one worker.
+type chunk struct {
+	evs  []received
+	out  []routed
+	done chan struct{}
+}
+
+const maxChunk = 128
+
+// chunkEvents groups whatever events are already queued (up to maxChunk)
+// into one chunk: a fast stream gets large chunks, a slow one gets chunks of
+// one event and no added latency.
+func chunkEvents(events <-chan received, work, ordered chan<- *chunk) {
+	defer close(work)
+	defer close(ordered)
+	for ev := range events {
+		c := &chunk{evs: make([]received, 1, maxChunk), done: make(chan struct{})}
+		c.evs[0] = ev
+	fill:
+		for len(c.evs) < maxChunk {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					break fill
+				}
+				c.evs = append(c.evs, ev)
+			default:
+				break fill
+			}
+		}
+		c.out = make([]routed, len(c.evs))
+		ordered <- c
+		work <- c
+	}
+}
+
+// pending is one batch on its way to the broker.
+type pending struct {
+	b                     broker.Batch
+	events, dlq, canaries int64
+	position              string
+}
+
+// batch collects routed events in stream order and hands a batch to the
+// appender when it holds BatchMax events or its first event is BatchDelay old.
+func (in *Ingester) batch(ordered <-chan *chunk, out chan<- pending) {
+	defer close(out)
+	var p pending
+	n := 0
+	var timer *time.Timer
+	var expired <-chan time.Time
+	flush := func() {
+		if timer != nil {
+			timer.Stop()
+			expired = nil
+		}
+		if n == 0 {
+			return
+		}
+		if p.position != "" {
+			p.b.Meta = []broker.Meta{{Key: MetaKey(in.cfg.Source), Value: []byte(p.position)}}
+		}
+		out <- p
+		p = pending{b: broker.Batch{Records: make([]broker.Record, 0, in.cfg.BatchMax)}}
+		n = 0
+	}
+	p.b.Records = make([]broker.Record, 0, in.cfg.BatchMax)
+	for {
+		select {
+		case c, ok := <-ordered:
+			if !ok {
+				flush()
+				return
+			}
+			<-c.done
+			for _, r := range c.out {
+				if n == 0 {
+					if timer == nil {
+						timer = time.NewTimer(in.cfg.BatchDelay)
+					} else {
+						timer.Reset(in.cfg.BatchDelay)
+					}
+					expired = timer.C
+				}
+				n++
+				if r.id != "" {
+					p.position = r.id
+				}
+				switch {
+				case r.canary:
+					p.canaries++
+				case r.dlq:
+					p.dlq++
+					p.b.Records = append(p.b.Records, r.rec)
+				default:
+					p.events++
+					p.b.Records = append(p.b.Records, r.rec)
+				}
+				if n >= in.cfg.BatchMax {
+					flush()
+				}
+			}
+		case <-expired:
+			expired = nil
+			flush()
+		}
+	}
+}
+
+// append stores one batch. A batch of canaries only is not appended: the
+// position it would store is not needed for correctness (re-reading canaries
+// only skips them again).
+func (in *Ingester) append(ctx context.Context, p pending) error {
+	if len(p.b.Records) == 0 {
+		in.canary.Add(p.canaries)
+		return nil
+	}
+	fault.Hit(hookBeforeAppend)
+	if _, err := in.log.Append(ctx, p.b); err != nil {
+		return fmt.Errorf("append batch: %w", err)
+	}
+	fault.Hit(hookAfterAppend)
+	if p.position != "" {
+		pos := p.position
+		in.position.Store(&pos)
+	}
+	in.appended.Add(p.events)
+	in.dlq.Add(p.dlq)
+	in.canary.Add(p.canaries)
+	in.batches.Add(1)
+	if in.cfg.Progress != nil {
+		in.cfg.Progress(in.Stats())
+	}
+	return nil
+}
