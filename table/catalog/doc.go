@@ -1,0 +1,24 @@
+// Package catalog is an embedded Iceberg catalog kept in one bbolt file
+// (catalog.db). It implements github.com/apache/iceberg-go/catalog.Catalog
+// for namespaces and tables (not views or functions).
+//
+// A table entry is a pointer from "namespace.name" to the location of its
+// current metadata file. A commit validates the requirements against the
+// current metadata, writes the new metadata file (the FileIO makes it
+// durable; Options.BeforeSwap then makes new directory entries durable), and
+// compares-and-swaps the pointer in one fsynced bbolt transaction. A writer
+// whose expected pointer has moved, or whose requirement fails, gets
+// table.ErrCommitFailed and nothing changes. Parsed metadata is cached by
+// file location (metadata files are immutable); the pointer is always read
+// from bbolt.
+//
+// What survives a crash: every pointer swap that returned. A crash between
+// writing a metadata file and swapping the pointer leaves an unreferenced
+// metadata file and the old pointer, which is still valid; nothing is locked
+// or claimed, so the next commit proceeds immediately. bbolt transactions that
+// had not finished committing are rolled back.
+//
+// Several Catalog values may be opened on the same file in one process: they
+// share one bbolt handle, so their compare-and-swaps are serialised. A second
+// process waits up to Options.LockTimeout for bbolt's file lock.
+package catalog

@@ -1,0 +1,370 @@
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	icetable "github.com/apache/iceberg-go/table"
+
+	"lakehouse/internal/fault"
+)
+
+// Fault hooks (see internal/fault).
+var (
+	hookAfterDataFiles = fault.Register("table.after-data-files",
+		"data files written, before the catalog commit")
+	hookAfterCommit = fault.Register("table.after-commit",
+		"catalog pointer swapped, before CommitBatch returns")
+)
+
+// Snapshot-summary and property keys. Every key of ours carries the
+// "lakehouse." prefix so it can never overwrite a reserved Iceberg key.
+const (
+	PropPrefix       = "lakehouse."
+	SummaryQueryID   = "lakehouse.query-id"
+	SummaryBatchID   = "lakehouse.batch-id"
+	SummaryOffsets   = "lakehouse.offsets"
+	markerPropPrefix = "lakehouse.marker."
+)
+
+// Batch is one micro-batch of a streaming query, committed exactly once.
+type Batch struct {
+	Query   string              // query id (opaque)
+	ID      int64               // batch id; ids of one query increase
+	Offsets string              // source offsets, opaque string
+	Records []arrow.RecordBatch // may be empty: an empty batch still commits its marker; not released by CommitBatch
+	Props   map[string]string   // extra summary properties (keys get the "lakehouse." prefix)
+}
+
+// Result reports a CommitBatch.
+type Result struct {
+	Committed  bool  // false: already committed earlier, nothing written now
+	SnapshotID int64 // the snapshot that carries this batch (0 if expired since)
+	DataFiles  int
+	Rows       int64
+}
+
+// Marker is a query's last committed batch, kept as a table property so it
+// survives snapshot expiry and compaction. SnapshotID is the snapshot that
+// committed the batch, or 0 once that snapshot has been expired.
+type Marker struct {
+	Query      string
+	Batch      int64
+	Offsets    string
+	SnapshotID int64
+}
+
+type markerValue struct {
+	Batch   int64  `json:"batch"`
+	Offsets string `json:"offsets"`
+}
+
+func markerKey(query string) string { return markerPropPrefix + query }
+
+func readMarker(tbl *icetable.Table, query string) (Marker, bool, error) {
+	raw, ok := tbl.Properties()[markerKey(query)]
+	if !ok {
+		return Marker{}, false, nil
+	}
+	var v markerValue
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return Marker{}, false, fmt.Errorf("decode marker of query %q: %w", query, err)
+	}
+	return Marker{Query: query, Batch: v.Batch, Offsets: v.Offsets}, true, nil
+}
+
+// LastCommitted returns the last batch id and offsets committed to ident by
+// query, read from a freshly loaded table; ok is false if the query never
+// committed.
+func (l *Lake) LastCommitted(ctx context.Context, ident, query string) (Marker, bool, error) {
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return Marker{}, false, err
+	}
+	m, ok, err := readMarker(tbl, query)
+	if ok && err == nil {
+		m.SnapshotID = batchSnapshot(tbl, query, m.Batch)
+	}
+	return m, ok, err
+}
+
+// CommitBatch appends b.Records to ident as one snapshot for (b.Query, b.ID),
+// exactly once:
+//
+//   - it reloads the table (no cached metadata) and returns Committed=false,
+//     writing nothing, if the query's marker already has a batch id >= b.ID;
+//   - it writes the data files, then commits one append snapshot whose
+//     summary carries the query id, batch id, offsets and b.Props, together
+//     with the marker table property, in one catalog transaction pinned with
+//     AssertRefSnapshotID("main"), so a concurrent commit makes it fail
+//     instead of being replayed;
+//   - after a lost race it reloads and re-checks the marker: if a zombie or
+//     replay committed this batch meanwhile, it deletes its own data files and
+//     returns Committed=false; otherwise it retries with the same files.
+//
+// Errors: ErrSchemaMismatch (nothing written), ErrNoSuchTable, ErrInvalidBatch,
+// ErrCommitFailed after Config.CommitRetries lost races (nothing committed).
+// Any other error after the data files were written may leave the commit's
+// outcome unknown (for example an I/O error from the catalog); callers retry
+// the same batch, which the marker check makes safe.
+func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, error) {
+	if b.Query == "" || b.ID < 0 {
+		return Result{}, fmt.Errorf("commit batch to %s: %w: query %q id %d", ident, ErrInvalidBatch, b.Query, b.ID)
+	}
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return Result{}, fmt.Errorf("commit batch: %w", err)
+	}
+	if m, ok, err := readMarker(tbl, b.Query); err != nil {
+		return Result{}, fmt.Errorf("commit batch to %s: %w", ident, err)
+	} else if ok && m.Batch >= b.ID {
+		return Result{Committed: false, SnapshotID: batchSnapshot(tbl, b.Query, b.ID)}, nil
+	}
+
+	recs, rows, err := conform(tbl, b.Records)
+	if err != nil {
+		return Result{}, fmt.Errorf("commit batch %s/%d to %s: %w", b.Query, b.ID, ident, err)
+	}
+	files, err := writeDataFiles(ctx, tbl, recs, rows)
+	if err != nil {
+		return Result{}, fmt.Errorf("commit batch %s/%d to %s: write data files: %w", b.Query, b.ID, ident, err)
+	}
+	fault.Hit(hookAfterDataFiles)
+
+	summary := summaryProps(b)
+	for attempt := 0; ; attempt++ {
+		snapID, err := commitFiles(ctx, tbl, b, files, summary)
+		if err == nil {
+			fault.Hit(hookAfterCommit)
+			return Result{Committed: true, SnapshotID: snapID, DataFiles: len(files), Rows: rows}, nil
+		}
+		if !errors.Is(err, ErrCommitFailed) {
+			return Result{}, fmt.Errorf("commit batch %s/%d to %s: %w", b.Query, b.ID, ident, err)
+		}
+		if attempt >= l.cfg.CommitRetries {
+			removeDataFiles(ctx, tbl, files)
+			return Result{}, fmt.Errorf("commit batch %s/%d to %s: %d lost races: %w", b.Query, b.ID, ident, attempt+1, err)
+		}
+		if attempt > 0 { // the first retry goes at once: the winner is done
+			if err := sleepCtx(ctx, backoff(attempt-1)); err != nil {
+				removeDataFiles(ctx, tbl, files)
+				return Result{}, fmt.Errorf("commit batch %s/%d to %s: %w", b.Query, b.ID, ident, err)
+			}
+		}
+		if tbl, err = l.load(ctx, ident); err != nil {
+			return Result{}, fmt.Errorf("commit batch: reload after conflict: %w", err)
+		}
+		if m, ok, err := readMarker(tbl, b.Query); err != nil {
+			return Result{}, fmt.Errorf("commit batch to %s: %w", ident, err)
+		} else if ok && m.Batch >= b.ID {
+			removeDataFiles(ctx, tbl, files)
+			return Result{Committed: false, SnapshotID: batchSnapshot(tbl, b.Query, b.ID)}, nil
+		}
+	}
+}
+
+// commitFiles stages one append snapshot of files plus the marker property on
+// tbl and commits it pinned to tbl's main head. It returns the new snapshot.
+func commitFiles(ctx context.Context, tbl *icetable.Table, b Batch, files []iceberg.DataFile,
+	summary iceberg.Properties,
+) (int64, error) {
+	txn := tbl.NewTransaction()
+	if err := txn.AssertRefSnapshotID(icetable.MainBranch); err != nil {
+		return 0, fmt.Errorf("pin main: %w", err)
+	}
+	var err error
+	if len(files) == 0 {
+		err = txn.AddFiles(ctx, nil, summary, false)
+	} else {
+		err = txn.AddDataFiles(ctx, files, summary, icetable.WithoutDuplicateCheck())
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stage append: %w", err)
+	}
+	mv, err := json.Marshal(markerValue{Batch: b.ID, Offsets: b.Offsets})
+	if err != nil {
+		return 0, fmt.Errorf("encode marker: %w", err)
+	}
+	if err := txn.SetProperties(iceberg.Properties{markerKey(b.Query): string(mv)}); err != nil {
+		return 0, fmt.Errorf("stage marker: %w", err)
+	}
+	committed, err := txn.Commit(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// The commit was pinned to the old head, so main's new head is ours.
+	head := committed.Metadata().SnapshotByName(icetable.MainBranch)
+	if head == nil {
+		return 0, errors.New("commit: main has no head after an append")
+	}
+	return head.SnapshotID, nil
+}
+
+// batchSnapshot finds the snapshot that committed (query, batch) on main, or
+// 0 if it has been expired.
+func batchSnapshot(tbl *icetable.Table, query string, batch int64) int64 {
+	id := strconv.FormatInt(batch, 10)
+	for _, s := range mainAncestry(tbl) {
+		if s.Summary != nil && s.Summary.Properties[SummaryQueryID] == query && s.Summary.Properties[SummaryBatchID] == id {
+			return s.SnapshotID
+		}
+	}
+	return 0
+}
+
+func summaryProps(b Batch) iceberg.Properties {
+	p := iceberg.Properties{
+		SummaryQueryID: b.Query,
+		SummaryBatchID: strconv.FormatInt(b.ID, 10),
+		SummaryOffsets: b.Offsets,
+	}
+	for k, v := range b.Props {
+		if !strings.HasPrefix(k, PropPrefix) {
+			k = PropPrefix + k
+		}
+		if _, reserved := p[k]; reserved {
+			continue
+		}
+		p[k] = v
+	}
+	return p
+}
+
+// conform checks every record against the table schema and rebinds it to the
+// table's Arrow schema (with field ids). The returned records are new
+// references the caller must not release (writeDataFiles consumes them).
+func conform(tbl *icetable.Table, recs []arrow.RecordBatch) ([]arrow.RecordBatch, int64, error) {
+	want, err := icetable.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		return nil, 0, fmt.Errorf("table arrow schema: %w", err)
+	}
+	var rows int64
+	out := make([]arrow.RecordBatch, 0, len(recs))
+	release := func() {
+		for _, r := range out {
+			r.Release()
+		}
+	}
+	for i, r := range recs {
+		if r == nil {
+			release()
+			return nil, 0, fmt.Errorf("record %d: %w: nil record", i, ErrSchemaMismatch)
+		}
+		if err := matchSchema(want, r); err != nil {
+			release()
+			return nil, 0, fmt.Errorf("record %d: %w", i, err)
+		}
+		if r.NumRows() == 0 {
+			continue
+		}
+		rows += r.NumRows()
+		out = append(out, array.NewRecordBatch(want, r.Columns(), r.NumRows()))
+	}
+	return out, rows, nil
+}
+
+func matchSchema(want *arrow.Schema, r arrow.RecordBatch) error {
+	got := r.Schema()
+	if got.NumFields() != want.NumFields() {
+		return fmt.Errorf("%w: got %d columns, want %d (%s)", ErrSchemaMismatch, got.NumFields(), want.NumFields(), fieldNames(want))
+	}
+	for i, wf := range want.Fields() {
+		gf := got.Field(i)
+		if gf.Name != wf.Name {
+			return fmt.Errorf("%w: column %d: got name %q, want %q", ErrSchemaMismatch, i, gf.Name, wf.Name)
+		}
+		if !arrow.TypeEqual(gf.Type, wf.Type) {
+			return fmt.Errorf("%w: column %q: got type %s, want %s", ErrSchemaMismatch, wf.Name, gf.Type, wf.Type)
+		}
+		if !wf.Nullable && r.Column(i).NullN() > 0 {
+			return fmt.Errorf("%w: column %q is required but has %d nulls", ErrSchemaMismatch, wf.Name, r.Column(i).NullN())
+		}
+	}
+	return nil
+}
+
+func fieldNames(s *arrow.Schema) string {
+	names := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// writeDataFiles writes recs (consuming them) as Parquet data files of tbl
+// and checks that the files hold exactly rows rows. On error it removes the
+// files it wrote.
+func writeDataFiles(ctx context.Context, tbl *icetable.Table, recs []arrow.RecordBatch, rows int64) ([]iceberg.DataFile, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	sc := recs[0].Schema()
+	seq := func(yield func(arrow.RecordBatch, error) bool) {
+		for i, r := range recs {
+			if !yield(r, nil) {
+				for _, rest := range recs[i+1:] {
+					rest.Release()
+				}
+				return
+			}
+		}
+	}
+	var files []iceberg.DataFile
+	for df, err := range icetable.WriteRecords(ctx, tbl, sc, iter.Seq2[arrow.RecordBatch, error](seq)) {
+		if err != nil {
+			removeDataFiles(ctx, tbl, files)
+			return nil, err
+		}
+		files = append(files, df)
+	}
+	var got int64
+	for _, f := range files {
+		got += f.Count()
+	}
+	if got != rows {
+		removeDataFiles(ctx, tbl, files)
+		return nil, fmt.Errorf("%w: wrote %d of %d rows in %d files", ErrLostWrite, got, rows, len(files))
+	}
+	return files, nil
+}
+
+// removeDataFiles deletes data files that no commit references (best effort:
+// DeleteOrphanFiles catches anything left).
+func removeDataFiles(ctx context.Context, tbl *icetable.Table, files []iceberg.DataFile) {
+	if len(files) == 0 {
+		return
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return
+	}
+	for _, f := range files {
+		_ = fsys.Remove(f.FilePath())
+	}
+}
+
+func backoff(attempt int) time.Duration {
+	d := time.Duration(5<<min(attempt, 6)) * time.Millisecond
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,82 @@
+// Package table owns the lakehouse's Iceberg tables (through
+// github.com/apache/iceberg-go): the embedded bbolt catalog (catalog.db, see
+// package table/catalog), the warehouse on local disk or S3, the project's
+// table schemas, the exactly-once batch commit with its markers, incremental
+// snapshot reads, data-file listing for DuckDB, and maintenance.
+//
+// # What survives a crash
+//
+// A CommitBatch that returned without error survives a crash, and so does the
+// query's marker (last batch id and offsets) that it set. Local files are
+// fsynced on close and their directories before the catalog swaps the table
+// pointer (iceberg-go's own local IO never fsyncs; Open replaces it process
+// wide); the swap itself is one fsynced bbolt transaction. A crash anywhere
+// before the swap leaves the previous table version intact plus unreferenced
+// files, which DeleteOrphanFiles removes later; nothing is locked or claimed,
+// so the next commit proceeds at once. A crash after the swap but before
+// CommitBatch returns leaves the batch committed: its re-run finds the marker
+// and commits nothing ("already committed"). S3 writes are durable when the
+// PUT returns.
+//
+// # Exactly-once commit
+//
+// CommitBatch(ident, Batch{Query, ID, Offsets, Records, Props}) reloads the
+// table without cache, skips the batch if the query's marker says a batch id
+// >= ID is committed, writes the data files, then commits one append snapshot
+// pinned with AssertRefSnapshotID("main"). The snapshot summary carries
+// lakehouse.query-id, lakehouse.batch-id, lakehouse.offsets and the batch's
+// Props (every key prefixed "lakehouse." so a reserved Iceberg key can never
+// be overwritten); the same transaction sets the table property
+// lakehouse.marker.<query> = {"batch", "offsets"}. The
+// property, unlike the summary, survives snapshot expiry and compaction.
+// iceberg-go's own retry would replay a commit blindly (two snapshots with
+// one batch id), so it is off (commit.retry.num-retries=0): after a lost race
+// CommitBatch reloads, re-checks the marker, and either stops (a zombie or
+// replay got there first; its own files are deleted) or retries with the same
+// files.
+//
+// # Tables
+//
+// bronze.recentchange, partitioned by day(broker_ts):
+// partition int32, offset int64, broker_ts timestamptz, key string (nullable),
+// value string (the raw event JSON, untouched; a string rather than binary so
+// DuckDB's JSON functions read it directly), ingest_ts timestamptz.
+//
+// silver.edits, partitioned by day(event_time): event_id, event_time,
+// intake_time, wiki, type, namespace, title, user, bot, minor (nullable),
+// length_old (nullable), length_new, byte_delta, rev_old (nullable), rev_new,
+// comment (nullable), server_name, src_partition, src_offset (lineage to
+// bronze), processed_time.
+//
+// silver.editor_sessions, partitioned by day(session_start): session_id,
+// wiki, user, bot, session_start, session_end, edits, pages, bytes_added,
+// bytes_removed, processed_time.
+//
+// ops.stream_progress, unpartitioned: query, query_id, batch_id, started,
+// duration_ms, commit_ms, rows_in, rows_out, rows_dropped_by_watermark,
+// duplicates_dropped, unparseable, end_offsets, lag, watermark (nullable),
+// query_id_changes.
+//
+// Why day partitions: the three event tables grow without bound and are
+// read by time range (marts, verification of one day, retention), so a day
+// partition lets file planning and retention work on whole days, and
+// compaction never mixes days, so rewriting a closed day does not conflict
+// with appends to the current one. The cost is small: a micro-batch that
+// straddles midnight writes two files instead of one. Finer partitions (hour)
+// would multiply small files at about 35 events/s. ops.stream_progress is a
+// few rows per batch and is read whole, so it stays unpartitioned.
+//
+// The exported Arrow schemas (BronzeSchema, ...) carry the Iceberg field ids;
+// field ids are 1..n in column order. DataFiles renders the same ids as a
+// DuckDB read_parquet schema map, so DuckDB reads by id, not by name.
+//
+// # Defaults
+//
+// DefaultTableProps turns on manifest merging
+// (commit.manifest-merge.enabled, at 16 manifests), deletion of superseded metadata files
+// (write.metadata.delete-after-commit.enabled with
+// write.metadata.previous-versions-max=20), zstd Parquet, and disables
+// iceberg-go's blind commit retry. Snapshot expiry is not automatic: commit
+// latency grows with the number of retained snapshots, so callers expire on a
+// schedule, protecting every snapshot a downstream query has not consumed.
+package table

@@ -1,0 +1,105 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func TestDurableFSMarksAndSyncsDirs(t *testing.T) {
+	root := t.TempDir()
+	name := filepath.Join(root, "a", "b", "f.bin")
+	var fs durableFS
+	if err := syncDirtyDirs(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.WriteFile("file://"+name, []byte("x")); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	dirtyMu.Lock()
+	_, a := dirtyDirs[root]
+	_, b := dirtyDirs[filepath.Join(root, "a")]
+	_, c := dirtyDirs[filepath.Join(root, "a", "b")]
+	dirtyMu.Unlock()
+	if !a || !b || !c {
+		t.Fatalf("dirty dirs: got root=%v a=%v a/b=%v, want all marked", a, b, c)
+	}
+	if err := syncDirtyDirs(); err != nil {
+		t.Fatal(err)
+	}
+	dirtyMu.Lock()
+	n := len(dirtyDirs)
+	dirtyMu.Unlock()
+	if n != 0 {
+		t.Fatalf("dirty dirs after sync: got %d, want 0", n)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil || string(got) != "x" {
+		t.Fatalf("read back: got %q %v", got, err)
+	}
+}
+
+// TestFsyncFailureFailsCommit: an fsync error (EIO, as from a failing disk)
+// fails CommitBatch with that error and commits nothing.
+func TestFsyncFailureFailsCommit(t *testing.T) {
+	for _, target := range []string{"file", "dir"} {
+		t.Run(target, func(t *testing.T) {
+			ctx := context.Background()
+			l, err := Open(ctx, Config{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if err := l.EnsureTables(ctx); err != nil {
+				t.Fatal(err)
+			}
+			orig := fsync
+			t.Cleanup(func() { fsync = orig })
+			fsync = func(f *os.File) error {
+				st, err := f.Stat()
+				if err == nil && st.IsDir() == (target == "dir") {
+					return syscall.EIO
+				}
+				return orig(f)
+			}
+			_, err = l.CommitBatch(ctx, StreamProgress, Batch{Query: "q", ID: 1, Records: []arrow.RecordBatch{progressRecord()}})
+			if !errors.Is(err, syscall.EIO) {
+				t.Fatalf("commit: got %v, want EIO", err)
+			}
+			fsync = orig
+			if _, ok, err := l.LastCommitted(ctx, StreamProgress, "q"); err != nil || ok {
+				t.Fatalf("marker after failed fsync: ok=%v err=%v, want none", ok, err)
+			}
+			if res, err := l.CommitBatch(ctx, StreamProgress, Batch{Query: "q", ID: 1, Records: []arrow.RecordBatch{progressRecord()}}); err != nil || !res.Committed {
+				t.Fatalf("retry after disk recovers: got %+v %v", res, err)
+			}
+		})
+	}
+}
+
+func progressRecord() arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, StreamProgressSchema)
+	defer b.Release()
+	for i, f := range StreamProgressSchema.Fields() {
+		switch bb := b.Field(i).(type) {
+		case *array.StringBuilder:
+			bb.Append(f.Name)
+		case *array.Int64Builder:
+			bb.Append(int64(i))
+		case *array.TimestampBuilder:
+			if f.Nullable {
+				bb.AppendNull()
+			} else {
+				bb.Append(arrow.Timestamp(1_700_000_000_000_000))
+			}
+		}
+	}
+	return b.NewRecordBatch()
+}

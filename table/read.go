@@ -1,0 +1,230 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	icetable "github.com/apache/iceberg-go/table"
+)
+
+// Snapshot is a committed snapshot of a table.
+type Snapshot struct {
+	ID          int64
+	Sequence    int64
+	TimestampMs int64
+	Summary     map[string]string // operation under "operation", plus the summary properties
+}
+
+func toSnapshot(s icetable.Snapshot) Snapshot {
+	sum := map[string]string{}
+	if s.Summary != nil {
+		for k, v := range s.Summary.Properties {
+			sum[k] = v
+		}
+		sum["operation"] = string(s.Summary.Operation)
+	}
+	return Snapshot{ID: s.SnapshotID, Sequence: s.SequenceNumber, TimestampMs: s.TimestampMs, Summary: sum}
+}
+
+// mainAncestry returns main's snapshots newest first.
+func mainAncestry(tbl *icetable.Table) []icetable.Snapshot {
+	head := tbl.Metadata().SnapshotByName(icetable.MainBranch)
+	if head == nil {
+		return nil
+	}
+	return icetable.AncestorsOf(head.SnapshotID, tbl.Metadata().SnapshotByID)
+}
+
+// AppendsAfter returns the committed append snapshots of ident strictly after
+// snapshot after (0 = from the oldest retained), in commit order. Replace
+// snapshots from compaction and overwrites are skipped (they add no new
+// rows). It returns ErrSnapshotNotFound if after is no longer in main's
+// history (it was expired: a reader must protect what it has not consumed).
+func (l *Lake) AppendsAfter(ctx context.Context, ident string, after int64) ([]Snapshot, error) {
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	var out []Snapshot
+	found := after == 0
+	for _, s := range mainAncestry(tbl) {
+		if s.SnapshotID == after {
+			found = true
+			break
+		}
+		if s.Summary != nil && s.Summary.Operation == icetable.OpAppend {
+			out = append(out, toSnapshot(s))
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("appends after %d in %s: %w", after, ident, ErrSnapshotNotFound)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// ReadAppended returns the rows added by snapshot snapshotID of ident, in the
+// table's Arrow schema. The caller releases the records.
+func (l *Lake) ReadAppended(ctx context.Context, ident string, snapshotID int64) ([]arrow.RecordBatch, error) {
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	if tbl.SnapshotByID(snapshotID) == nil {
+		return nil, fmt.Errorf("read snapshot %d of %s: %w", snapshotID, ident, ErrSnapshotNotFound)
+	}
+	tasks, err := tbl.NewIncrementalAppendScan().
+		FromSnapshotInclusive(snapshotID).ToSnapshot(snapshotID).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan snapshot %d of %s: %w", snapshotID, ident, err)
+	}
+	scan := tbl.Scan(icetable.WithSnapshotID(snapshotID))
+	return readTasks(ctx, scan, tasks)
+}
+
+func readTasks(ctx context.Context, scan *icetable.Scan, tasks []icetable.FileScanTask) ([]arrow.RecordBatch, error) {
+	if len(tasks) == 0 {
+		return nil, nil
+	}
+	_, it, err := scan.ReadTasks(ctx, tasks)
+	if err != nil {
+		return nil, fmt.Errorf("read data files: %w", err)
+	}
+	return collect(it)
+}
+
+func collect(it func(func(arrow.RecordBatch, error) bool)) ([]arrow.RecordBatch, error) {
+	var out []arrow.RecordBatch
+	for rec, err := range it {
+		if err != nil {
+			for _, r := range out {
+				r.Release()
+			}
+			return nil, fmt.Errorf("read data files: %w", err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// Scan returns every live row of ident. The caller releases the records.
+func (l *Lake) Scan(ctx context.Context, ident string) ([]arrow.RecordBatch, error) {
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	if tbl.CurrentSnapshot() == nil {
+		return nil, nil
+	}
+	_, it, err := tbl.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", ident, err)
+	}
+	recs, err := collect(it)
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", ident, err)
+	}
+	return recs, nil
+}
+
+// Files lists the live data files of a table for an external reader.
+type Files struct {
+	Paths     []string // local paths or s3:// URIs
+	SchemaMap string   // DuckDB read_parquet schema=MAP{...} literal by field id
+	// SnapshotID is the snapshot the list was planned from (0: empty table).
+	SnapshotID int64
+}
+
+// DataFiles lists the live data files of ident's current snapshot with a
+// field-id schema map, for
+// read_parquet(?, schema=<SchemaMap>, hive_partitioning=false).
+// This package never writes delete files, so the list is the whole table.
+func (l *Lake) DataFiles(ctx context.Context, ident string) (Files, error) {
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return Files{}, err
+	}
+	schemaMap, err := DuckDBSchemaMap(tbl.Schema())
+	if err != nil {
+		return Files{}, fmt.Errorf("data files of %s: %w", ident, err)
+	}
+	out := Files{SchemaMap: schemaMap, Paths: []string{}}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return out, nil
+	}
+	out.SnapshotID = snap.SnapshotID
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return Files{}, fmt.Errorf("plan files of %s: %w", ident, err)
+	}
+	for _, t := range tasks {
+		if len(t.DeleteFiles) > 0 {
+			return Files{}, fmt.Errorf("data files of %s: %s has delete files, which read_parquet would ignore", ident, t.File.FilePath())
+		}
+		p, err := localName(t.File.FilePath())
+		if err != nil {
+			return Files{}, fmt.Errorf("data files of %s: %w", ident, err)
+		}
+		out.Paths = append(out.Paths, p)
+	}
+	return out, nil
+}
+
+// DuckDBSchemaMap renders sc's top-level columns as a DuckDB read_parquet
+// schema map keyed by Parquet field id:
+// MAP{1: {name: 'a', type: 'BIGINT', default_value: NULL}, ...}.
+func DuckDBSchemaMap(sc *iceberg.Schema) (string, error) {
+	var b strings.Builder
+	b.WriteString("MAP{")
+	for i, f := range sc.Fields() {
+		t, err := duckType(f.Type)
+		if err != nil {
+			return "", fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d: {name: '%s', type: '%s', default_value: NULL}",
+			f.ID, strings.ReplaceAll(f.Name, "'", "''"), t)
+	}
+	b.WriteString("}")
+	return b.String(), nil
+}
+
+func duckType(t iceberg.Type) (string, error) {
+	switch t := t.(type) {
+	case iceberg.BooleanType:
+		return "BOOLEAN", nil
+	case iceberg.Int32Type:
+		return "INTEGER", nil
+	case iceberg.Int64Type:
+		return "BIGINT", nil
+	case iceberg.Float32Type:
+		return "FLOAT", nil
+	case iceberg.Float64Type:
+		return "DOUBLE", nil
+	case iceberg.StringType:
+		return "VARCHAR", nil
+	case iceberg.BinaryType, iceberg.FixedType:
+		return "BLOB", nil
+	case iceberg.DateType:
+		return "DATE", nil
+	case iceberg.TimeType:
+		return "TIME", nil
+	case iceberg.TimestampType:
+		return "TIMESTAMP", nil
+	case iceberg.TimestampTzType:
+		return "TIMESTAMPTZ", nil
+	case iceberg.UUIDType:
+		return "UUID", nil
+	case iceberg.DecimalType:
+		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision(), t.Scale()), nil
+	default:
+		return "", fmt.Errorf("type %s has no DuckDB mapping here", t)
+	}
+}
