@@ -1,0 +1,305 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"lakehouse/broker"
+)
+
+// DefaultReadChunk is how many messages BrokerSource asks the log for per
+// Read call.
+const DefaultReadChunk = 10_000
+
+// PartitionOffsets is a broker source position: for each partition, the
+// offset of the next record to read. Its Offset encoding is a JSON object
+// keyed by partition number, e.g. {"0":120,"1":98}.
+type PartitionOffsets map[int]int64
+
+// Offset encodes the position deterministically.
+func (p PartitionOffsets) Offset() Offset {
+	b, _ := json.Marshal(map[int]int64(p)) // map keys are sorted
+	return Offset(b)
+}
+
+// Sum returns the offsets summed over partitions.
+func (p PartitionOffsets) Sum() int64 {
+	var n int64
+	for _, o := range p {
+		n += o
+	}
+	return n
+}
+
+// ParsePartitionOffsets decodes an Offset written by PartitionOffsets.Offset.
+func ParsePartitionOffsets(o Offset) (PartitionOffsets, error) {
+	p := PartitionOffsets{}
+	if o == "" {
+		return p, nil
+	}
+	if err := json.Unmarshal([]byte(o), &p); err != nil {
+		return nil, fmt.Errorf("parse partition offsets %q: %w", o, err)
+	}
+	return p, nil
+}
+
+// BrokerSource reads every partition of one topic of a broker.Log and turns
+// messages into Arrow records of Schema. Columns are filled by name:
+// partition, offset, broker_ts (the message timestamp), key, value and
+// ingest_ts (the time the batch was read); other columns are null.
+type BrokerSource struct {
+	Log    broker.Log
+	Topic  string
+	Schema *arrow.Schema
+	// ReadChunk is the max messages per Log.Read call (DefaultReadChunk).
+	ReadChunk int
+	// Alloc builds the records (memory.DefaultAllocator).
+	Alloc memory.Allocator
+	// Now stamps ingest_ts (time.Now).
+	Now func() time.Time
+}
+
+// NewBrokerSource returns a BrokerSource with defaults filled.
+func NewBrokerSource(log broker.Log, topic string, schema *arrow.Schema) *BrokerSource {
+	return &BrokerSource{Log: log, Topic: topic, Schema: schema, ReadChunk: DefaultReadChunk,
+		Alloc: newPoolAllocator(), Now: time.Now}
+}
+
+// Earliest returns each partition's Start.
+func (s *BrokerSource) Earliest(ctx context.Context) (Offset, error) {
+	parts, err := s.Log.Offsets(ctx, s.Topic)
+	if err != nil {
+		return "", fmt.Errorf("read offsets of %s: %w", s.Topic, err)
+	}
+	p := PartitionOffsets{}
+	for _, po := range parts {
+		p[po.Partition] = po.Start
+	}
+	return p.Offset(), nil
+}
+
+// Plan caps the batch at max records, shared between partitions in
+// proportion to their backlog (as Spark's Kafka source does).
+func (s *BrokerSource) Plan(ctx context.Context, start Offset, max int64) (Offset, int64, error) {
+	from, err := ParsePartitionOffsets(start)
+	if err != nil {
+		return "", 0, err
+	}
+	parts, err := s.Log.Offsets(ctx, s.Topic)
+	if err != nil {
+		return "", 0, fmt.Errorf("read offsets of %s: %w", s.Topic, err)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
+	avail := make([]int64, len(parts))
+	var total int64
+	for i, po := range parts {
+		f, ok := from[po.Partition]
+		if !ok {
+			f = po.Start
+		}
+		if f < po.Start || f > po.End {
+			return "", 0, fmt.Errorf("plan %s partition %d: position %d outside [%d, %d]: %w",
+				s.Topic, po.Partition, f, po.Start, po.End, ErrSourceBehind)
+		}
+		from[po.Partition] = f
+		avail[i] = po.End - f
+		total += avail[i]
+	}
+	take := make([]int64, len(parts))
+	if total <= max {
+		copy(take, avail)
+	} else {
+		var given int64
+		for i := range parts {
+			take[i] = avail[i] * max / total
+			given += take[i]
+		}
+		for i := 0; given < max; i = (i + 1) % len(parts) {
+			if take[i] < avail[i] {
+				take[i]++
+				given++
+			}
+		}
+	}
+	end := PartitionOffsets{}
+	var n int64
+	for i, po := range parts {
+		end[po.Partition] = from[po.Partition] + take[i]
+		n += take[i]
+	}
+	if n == 0 {
+		return from.Offset(), 0, nil
+	}
+	return end.Offset(), n, nil
+}
+
+// Wait returns when any partition has records beyond start.
+func (s *BrokerSource) Wait(ctx context.Context, start Offset) error {
+	from, err := ParsePartitionOffsets(start)
+	if err != nil {
+		return err
+	}
+	parts, err := s.Log.Offsets(ctx, s.Topic)
+	if err != nil {
+		return fmt.Errorf("read offsets of %s: %w", s.Topic, err)
+	}
+	for _, po := range parts {
+		if f, ok := from[po.Partition]; !ok || po.End > f {
+			return nil
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, len(parts))
+	for _, po := range parts {
+		go func(p int, off int64) { done <- s.Log.Wait(wctx, s.Topic, p, off) }(po.Partition, from[po.Partition])
+	}
+	var first error
+	for range parts {
+		err := <-done
+		if err == nil {
+			return nil
+		}
+		if first == nil || !errors.Is(err, context.Canceled) {
+			first = err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("wait for %s: %w", s.Topic, first)
+}
+
+// Lag returns the records beyond end, summed over partitions.
+func (s *BrokerSource) Lag(ctx context.Context, end Offset) (int64, error) {
+	at, err := ParsePartitionOffsets(end)
+	if err != nil {
+		return 0, err
+	}
+	parts, err := s.Log.Offsets(ctx, s.Topic)
+	if err != nil {
+		return 0, fmt.Errorf("read offsets of %s: %w", s.Topic, err)
+	}
+	var lag int64
+	for _, po := range parts {
+		lag += po.End - at[po.Partition]
+	}
+	return lag, nil
+}
+
+// Read reads (start, end] of every partition, the partitions in parallel,
+// into one record per partition (in partition order).
+func (s *BrokerSource) Read(ctx context.Context, start, end Offset) ([]arrow.RecordBatch, int64, error) {
+	from, err := ParsePartitionOffsets(start)
+	if err != nil {
+		return nil, 0, err
+	}
+	to, err := ParsePartitionOffsets(end)
+	if err != nil {
+		return nil, 0, err
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	ingest := now().UTC()
+	parts := make([]int, 0, len(to))
+	for p, e := range to {
+		if e > from[p] {
+			parts = append(parts, p)
+		}
+	}
+	sort.Ints(parts)
+	type result struct {
+		rec  arrow.RecordBatch
+		size int64
+		err  error
+	}
+	res := make([]result, len(parts))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res[i].rec, res[i].size, res[i].err = s.readPartition(ctx, p, from[p], to[p], ingest)
+		}()
+	}
+	wg.Wait()
+	var out []arrow.RecordBatch
+	var size int64
+	var firstErr error
+	for _, r := range res {
+		if r.err != nil && firstErr == nil {
+			firstErr = r.err
+		}
+		if r.rec != nil {
+			out = append(out, r.rec)
+		}
+		size += r.size
+	}
+	if firstErr != nil {
+		release(out)
+		return nil, 0, firstErr
+	}
+	return out, size, nil
+}
+
+// readPartition reads offsets [from, stop) of partition p into one record.
+func (s *BrokerSource) readPartition(ctx context.Context, p int, from, stop int64, ingest time.Time) (arrow.RecordBatch, int64, error) {
+	chunk := s.ReadChunk
+	if chunk <= 0 {
+		chunk = DefaultReadChunk
+	}
+	alloc := s.Alloc
+	if alloc == nil {
+		alloc = memory.DefaultAllocator
+	}
+	var size, keyBytes int64
+	msgs := make([]broker.Message, 0, stop-from)
+	for off := from; off < stop; {
+		n := int(min(int64(chunk), stop-off))
+		got, err := s.Log.Read(ctx, s.Topic, p, off, n)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read %s/%d at %d: %w", s.Topic, p, off, err)
+		}
+		if len(got) == 0 {
+			return nil, 0, fmt.Errorf("read %s/%d at %d: no messages before %d: %w", s.Topic, p, off, stop, ErrSourceBehind)
+		}
+		for _, m := range got {
+			if m.Offset >= stop {
+				break
+			}
+			if m.Offset != off {
+				return nil, 0, fmt.Errorf("read %s/%d: got offset %d, want %d: %w", s.Topic, p, m.Offset, off, ErrSourceBehind)
+			}
+			msgs = append(msgs, m)
+			size += int64(len(m.Value) + len(m.Key))
+			keyBytes += int64(len(m.Key))
+			off++
+		}
+	}
+	rb, err := newRowBuilder(alloc, s.Schema)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rb.release()
+	// Reserve exactly once: growing Arrow buffers by doubling costs more
+	// than reading the log.
+	rb.reserve(len(msgs), int(keyBytes), int(size-keyBytes))
+	for _, m := range msgs {
+		rb.add(m, ingest)
+	}
+	return rb.build(), size, nil
+}

@@ -1,0 +1,122 @@
+package stream
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+)
+
+// Defaults applied by New when a Config field is zero.
+const (
+	// DefaultTrigger is the processing-time trigger interval: a batch starts
+	// at most once per interval. A batch that takes longer than the interval
+	// is followed immediately by the next one.
+	DefaultTrigger = time.Second
+	// DefaultMaxOffsetsPerTrigger caps the offsets (records, for bronze) one
+	// batch may cover, summed over partitions.
+	DefaultMaxOffsetsPerTrigger = 100_000
+	// DefaultRetainBatches is how many offset/commit/state entries the
+	// checkpoint keeps (Spark's minBatchesToRetain).
+	DefaultRetainBatches = 100
+	// DefaultProgressEvery is how many batches' progress rows are gathered
+	// into one commit to ops.stream_progress. The rows are durable before that
+	// in the commit log and are flushed again after a crash.
+	DefaultProgressEvery = 10
+	// DefaultProgressInterval bounds how long a progress row may wait before
+	// it is flushed to ops.stream_progress.
+	DefaultProgressInterval = 10 * time.Second
+)
+
+// CheckpointLoss says what a query does when its checkpoint directory is
+// missing or empty but its sink table already holds batches of the query.
+type CheckpointLoss int
+
+const (
+	// RebuildFromTable (the default) starts a new query id but takes the
+	// position from the table's marker (the end offsets of the last committed
+	// batch) and continues with the next batch id: no offset lands twice.
+	RebuildFromTable CheckpointLoss = iota
+	// StartFresh behaves as Spark does: a new query id starts from the
+	// earliest offsets of the source. THIS DUPLICATES every record the table
+	// already holds. It exists for sinks that tolerate replays and for tests.
+	StartFresh
+)
+
+func (m CheckpointLoss) String() string {
+	switch m {
+	case RebuildFromTable:
+		return "rebuild-from-table"
+	case StartFresh:
+		return "start-fresh"
+	}
+	return fmt.Sprintf("CheckpointLoss(%d)", int(m))
+}
+
+// Config configures one streaming query. Zero fields are filled from the
+// Default* constants by New / RunBronze.
+type Config struct {
+	// Name is the query name (for example "bronze"); it keys the sink's
+	// marker, the checkpoint directory and the progress rows.
+	Name string
+	// Trigger is the processing-time trigger interval (DefaultTrigger). A
+	// negative value means no pause between batches. Query.Drain ignores it.
+	Trigger time.Duration
+	// MaxOffsetsPerTrigger caps one batch (DefaultMaxOffsetsPerTrigger).
+	MaxOffsetsPerTrigger int64
+	// CheckpointDir is the query's checkpoint directory. When empty, New uses
+	// CheckpointPath(DataDir, Name).
+	CheckpointDir string
+	// DataDir is the appliance's data directory; only used to derive
+	// CheckpointDir.
+	DataDir string
+	// OnCheckpointLoss picks the behaviour when the checkpoint is gone
+	// (RebuildFromTable by default).
+	OnCheckpointLoss CheckpointLoss
+	// RetainBatches is how many log entries the checkpoint keeps
+	// (DefaultRetainBatches).
+	RetainBatches int
+	// ProgressEvery and ProgressInterval control how progress rows are
+	// batched into ops.stream_progress commits.
+	ProgressEvery    int
+	ProgressInterval time.Duration
+	// Logger receives one line per batch and loud lines on query-id changes
+	// (slog.Default() when nil).
+	Logger *slog.Logger
+}
+
+// CheckpointPath is where a query's checkpoint lives under a data directory.
+func CheckpointPath(dataDir, query string) string {
+	return filepath.Join(dataDir, "checkpoints", query)
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Name == "" {
+		return c, fmt.Errorf("check config: %w", ErrNoName)
+	}
+	if c.Trigger == 0 {
+		c.Trigger = DefaultTrigger
+	}
+	if c.MaxOffsetsPerTrigger <= 0 {
+		c.MaxOffsetsPerTrigger = DefaultMaxOffsetsPerTrigger
+	}
+	if c.CheckpointDir == "" {
+		if c.DataDir == "" {
+			return c, fmt.Errorf("check config: %w", ErrNoCheckpointDir)
+		}
+		c.CheckpointDir = CheckpointPath(c.DataDir, c.Name)
+	}
+	if c.RetainBatches <= 0 {
+		c.RetainBatches = DefaultRetainBatches
+	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = DefaultProgressEvery
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = DefaultProgressInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}

@@ -1,0 +1,34 @@
+// Package stream is the appliance's micro-batch engine and its queries. It
+// owns, per query, a checkpoint directory (the query id, the offset log, the
+// commit log and versioned state), the runner that turns a Source's offsets
+// into batches committed exactly once to a Sink, and the per-batch progress
+// kept in ops.stream_progress. The bronze query (broker topic recentchange to
+// the Iceberg bronze table) is the first query built on it.
+//
+// The protocol is Spark Structured Streaming's, made explicit:
+//
+//  1. before batch N runs, its range is written to offsets/N (temp file,
+//     fsync, rename, fsync of the directory);
+//  2. the sink commits the batch's output in one table snapshot carrying a
+//     marker (query name, query id, batch id, end offsets) and skips the
+//     commit when the table already holds batch N or later for the query;
+//  3. for stateful queries, state/N is saved durably;
+//  4. only after the sink's commit returns is commits/N written.
+//
+// What survives a crash: everything durably written before the crash. On
+// restart, a batch that has an offset entry but no commit entry is re-run
+// with the same id and the same range, so the sink either commits it once or
+// finds its marker and skips it. A lost checkpoint is handled by an explicit
+// setting (OnCheckpointLoss): by default the position is rebuilt from the
+// table's marker, so exactly-once survives; StartFresh behaves as Spark does
+// (a new query id re-reads from the earliest offset, producing duplicates).
+// Either way a query-id change is logged at error level and counted in the
+// progress rows.
+//
+// The sink's marker is keyed by the query name (Batch.Query), not by the
+// run's query id, so it can be found after a checkpoint loss; batch ids stay
+// monotonic per name across query ids. While a backlog drains, the next
+// batch's input is read while the current batch commits; its offset entry is
+// still written only after the current commit entry, with exactly the range
+// that was read.
+package stream

@@ -1,0 +1,330 @@
+package stream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/internal/fault"
+	"lakehouse/table"
+)
+
+// Environment of the kill test's child process (the appliance: broker +
+// bronze in one process).
+const (
+	envChildDir  = "LAKEHOUSE_STREAM_KILL_DIR"  // data dir; set only in the child
+	envChildHook = "LAKEHOUSE_STREAM_KILL_HOOK" // hook to arm, "" for none
+	envChildSkip = "LAKEHOUSE_STREAM_KILL_SKIP" // hits to let pass
+	envChildMode = "LAKEHOUSE_STREAM_KILL_MODE" // "run" (until killed) or "drain"
+	envKillSoak  = "LAKEHOUSE_STREAM_SOAK"      // set: more random kills
+)
+
+const (
+	killTotal      = 24_000
+	killPartitions = 4
+	killCap        = 300
+	killTrigger    = 50 * time.Millisecond
+)
+
+// TestBronzeKillChild is the child's body; it is a no-op in a normal run.
+func TestBronzeKillChild(t *testing.T) {
+	dir := os.Getenv(envChildDir)
+	if dir == "" {
+		t.Skip("child of TestBronzeKill only")
+	}
+	ctx := context.Background()
+	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lake.Close()
+	if err := lake.EnsureTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{DataDir: dir, MaxOffsetsPerTrigger: killCap, Trigger: killTrigger,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), ProgressEvery: 5}
+	if hook := os.Getenv(envChildHook); hook != "" {
+		skip, _ := strconv.Atoi(os.Getenv(envChildSkip))
+		// Progress flushes also commit through the table's hooks: keep them
+		// out of the way so the armed hook fires in a bronze batch.
+		cfg.ProgressEvery, cfg.ProgressInterval = 1<<30, time.Hour
+		fault.Arm(hook, skip)
+	}
+	q, err := NewBronze(db, lake, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv(envChildMode) == "drain" {
+		if err := q.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := q.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// child is one run of the appliance as a child process.
+type child struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	batch  chan struct{} // receives on every "stream batch" log line
+	done   chan error
+}
+
+func startChild(t *testing.T, dir, mode, hook string, skip int) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBronzeKillChild$", "-test.v")
+	cmd.Env = append(os.Environ(), envChildDir+"="+dir, envChildMode+"="+mode,
+		envChildHook+"="+hook, envChildSkip+"="+strconv.Itoa(skip))
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	cmd.Stdout = pw
+	c := &child{cmd: cmd, batch: make(chan struct{}, 1024), done: make(chan error, 1)}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			c.mu.Lock()
+			c.stderr.WriteString(line + "\n")
+			c.mu.Unlock()
+			if strings.Contains(line, "msg=\"stream batch\"") {
+				select {
+				case c.batch <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		c.done <- err
+	}()
+	return c
+}
+
+func (c *child) output() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stderr.String()
+}
+
+// wait returns the child's exit error, or fails after d.
+func (c *child) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-c.done:
+		return err
+	case <-time.After(d):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		t.Fatalf("child did not exit within %s; output:\n%s", d, tail(c.output()))
+		return nil
+	}
+}
+
+func wasKilled(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// killState is what the parent sees on disk after a kill.
+type killState struct {
+	rows       int   // committed bronze rows (fresh table scan)
+	planned    int64 // latest offsets/<N> (-1: none)
+	committed  int64 // latest commits/<N> (-1: none)
+	tableBatch int64 // bronze marker batch (-1: none)
+}
+
+func inspect(t *testing.T, dir string) killState {
+	t.Helper()
+	lake := openLake(t, dir)
+	defer lake.Close()
+	s := killState{rows: len(bronzePairs(t, lake)), planned: -1, committed: -1, tableBatch: -1}
+	if m, ok, err := lake.LastCommitted(context.Background(), table.Bronze, BronzeQuery); err != nil {
+		t.Fatal(err)
+	} else if ok {
+		s.tableBatch = m.Batch
+	}
+	cp, err := OpenCheckpoint(CheckpointPath(dir, BronzeQuery))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok, err := cp.LatestOffsets(); err != nil {
+		t.Fatal(err)
+	} else if ok {
+		s.planned = e.Batch
+	}
+	if e, ok, err := cp.LatestCommit(); err != nil {
+		t.Fatal(err)
+	} else if ok {
+		s.committed = e.Batch
+	}
+	return s
+}
+
+// TestBronzeKill runs broker + bronze as a child process over a backlog,
+// SIGKILLs it at random moments and at each fault hook of the batch
+// protocol, then drains and checks that every broker offset is in bronze
+// exactly once and every batch has exactly one progress row.
+func TestBronzeKill(t *testing.T) {
+	if os.Getenv(envChildDir) != "" {
+		t.Skip("in child")
+	}
+	dir := t.TempDir()
+	db := openBroker(t, filepath.Join(dir, "broker.db"), killPartitions)
+	fill(t, db, killTotal, 1000)
+	ends := endOffsets(t, db)
+	if err := db.Close(); err != nil { // the child owns the broker file
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+
+	type round struct {
+		hook string // "" = random SIGKILL
+		// check proves the kill landed where the hook says, from disk.
+		check func(s killState) error
+	}
+	notCommitted := func(s killState) error {
+		if s.planned < 0 || s.committed >= s.planned || s.tableBatch >= s.planned {
+			return fmt.Errorf("want batch %d planned, not in the table, no commit entry; table %d, commit %d", s.planned, s.tableBatch, s.committed)
+		}
+		return nil
+	}
+	rounds := []round{
+		{hook: ""}, {hook: ""},
+		{hook: hookAfterOffsetEntry, check: notCommitted},
+		{hook: "table.after-data-files", check: notCommitted},
+		{hook: "table.after-commit", check: func(s killState) error {
+			if s.tableBatch != s.planned || s.committed != s.planned-1 {
+				return fmt.Errorf("want batch %d in the table without a commit entry; table %d, commit %d", s.planned, s.tableBatch, s.committed)
+			}
+			return nil
+		}},
+		{hook: hookAfterCommitEntry, check: func(s killState) error {
+			if s.tableBatch != s.planned || s.committed != s.planned {
+				return fmt.Errorf("want batch %d committed everywhere; table %d, commit %d", s.planned, s.tableBatch, s.committed)
+			}
+			return nil
+		}},
+		{hook: ""},
+	}
+	if os.Getenv(envKillSoak) != "" {
+		for i := 0; i < 6; i++ {
+			rounds = append(rounds, round{hook: ""})
+		}
+	}
+	prev := 0
+	for i, r := range rounds {
+		name := r.hook
+		if name == "" {
+			name = "random SIGKILL"
+		}
+		skip := 0
+		if r.hook != "" {
+			skip = 1 + rng.IntN(2)
+		}
+		c := startChild(t, dir, "run", r.hook, skip)
+		if r.hook == "" {
+			// A random moment while batches are running.
+			select {
+			case <-c.batch:
+			case err := <-c.done:
+				t.Fatalf("round %d: child exited before its first batch: %v\n%s", i, err, tail(c.output()))
+			case <-time.After(60 * time.Second):
+				t.Fatalf("round %d: no batch within 60s\n%s", i, tail(c.output()))
+			}
+			time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
+			if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := c.wait(t, 90*time.Second)
+		if !wasKilled(err) {
+			t.Fatalf("round %d (%s): child exit %v, want SIGKILL\n%s", i, name, err, tail(c.output()))
+		}
+		if r.hook != "" && !strings.Contains(c.output(), fault.Marker(r.hook)) {
+			t.Fatalf("round %d: hook %s did not fire (inconclusive)\n%s", i, r.hook, tail(c.output()))
+		}
+		s := inspect(t, dir)
+		t.Logf("round %d (%s, skip %d): %d of %d rows committed, planned %d, commit entry %d, table batch %d",
+			i, name, skip, s.rows, killTotal, s.planned, s.committed, s.tableBatch)
+		if s.rows <= 0 || s.rows >= killTotal {
+			t.Fatalf("round %d (%s): inconclusive: kill landed with %d of %d rows committed, want strictly between",
+				i, name, s.rows, killTotal)
+		}
+		if s.rows < prev {
+			t.Fatalf("round %d: committed rows went back from %d to %d", i, prev, s.rows)
+		}
+		prev = s.rows
+		if r.check != nil {
+			if err := r.check(s); err != nil {
+				t.Fatalf("round %d (%s): inconclusive: %v", i, name, err)
+			}
+		}
+	}
+
+	c := startChild(t, dir, "drain", "", 0)
+	if err := c.wait(t, 180*time.Second); err != nil {
+		t.Fatalf("drain: %v\n%s", err, tail(c.output()))
+	}
+	lake := openLake(t, dir)
+	defer lake.Close()
+	checkExactlyOnce(t, bronzePairs(t, lake), ends, false)
+	var sum int64
+	for _, e := range ends {
+		sum += e
+	}
+	if sum != killTotal {
+		t.Errorf("broker end offsets summed: got %d, want %d", sum, killTotal)
+	}
+	s := inspect(t, dir)
+	rows, _ := progressRows(t, lake, BronzeQuery)
+	for b := int64(0); b <= s.committed; b++ {
+		if rows[b] != 1 {
+			t.Errorf("progress rows of batch %d: got %d, want 1", b, rows[b])
+		}
+	}
+	if len(rows) != int(s.committed+1) {
+		t.Errorf("progress batches: got %d, want %d", len(rows), s.committed+1)
+	}
+}

@@ -1,0 +1,152 @@
+package lakeio
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"lakehouse/stream"
+	"lakehouse/table"
+)
+
+func openLake(t *testing.T) *table.Lake {
+	t.Helper()
+	ctx := context.Background()
+	lake, err := table.Open(ctx, table.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lake.Close() })
+	if err := lake.EnsureTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return lake
+}
+
+// bronzeRows builds n bronze rows with offsets from..from+n-1.
+func bronzeRows(from int64, n int) arrow.RecordBatch {
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, table.BronzeSchema)
+	defer rb.Release()
+	for i := 0; i < n; i++ {
+		rb.Field(0).(*array.Int32Builder).Append(0)
+		rb.Field(1).(*array.Int64Builder).Append(from + int64(i))
+		rb.Field(2).(*array.TimestampBuilder).Append(1)
+		rb.Field(3).(*array.StringBuilder).AppendNull()
+		rb.Field(4).(*array.StringBuilder).Append("{}")
+		rb.Field(5).(*array.TimestampBuilder).Append(1)
+	}
+	return rb.NewRecordBatch()
+}
+
+func offsetsOf(t *testing.T, recs []arrow.RecordBatch) []int64 {
+	t.Helper()
+	var out []int64
+	for _, r := range recs {
+		col := r.Column(1).(*array.Int64)
+		for i := 0; i < col.Len(); i++ {
+			out = append(out, col.Value(i))
+		}
+		r.Release()
+	}
+	return out
+}
+
+func TestSourceReadsSnapshotsInOrder(t *testing.T) {
+	ctx := context.Background()
+	lake := openLake(t)
+	sizes := []int{3, 0, 5, 2} // an empty batch still commits a snapshot
+	var off int64
+	for i, n := range sizes {
+		rec := bronzeRows(off, n)
+		off += int64(n)
+		if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: "bronze", ID: int64(i), Offsets: "x",
+			Records: []arrow.RecordBatch{rec}}); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	src := NewSource(lake, table.Bronze)
+	start, err := src.Earliest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lag, err := src.Lag(ctx, start); err != nil || lag != 3+1+5+2 {
+		t.Errorf("lag: got %d (%v), want 11", lag, err)
+	}
+	tests := []struct {
+		max      int64
+		wantN    int64
+		wantOffs int // rows read
+	}{
+		{max: 4, wantN: 4, wantOffs: 3}, // 3 rows + the empty snapshot (1 unit)
+		{max: 1, wantN: 5, wantOffs: 5}, // at least one snapshot, even over max
+		{max: 100, wantN: 2, wantOffs: 2},
+	}
+	var next int64
+	for i, tc := range tests {
+		end, n, err := src.Plan(ctx, start, tc.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != tc.wantN {
+			t.Errorf("plan %d: got %d units, want %d", i, n, tc.wantN)
+		}
+		recs, _, err := src.Read(ctx, start, end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs := offsetsOf(t, recs)
+		if len(offs) != tc.wantOffs {
+			t.Errorf("read %d: got %d rows, want %d", i, len(offs), tc.wantOffs)
+		}
+		for _, o := range offs {
+			if o != next {
+				t.Errorf("read %d: got offset %d, want %d", i, o, next)
+			}
+			next++
+		}
+		start = end
+	}
+	if _, n, err := src.Plan(ctx, start, 10); err != nil || n != 0 {
+		t.Errorf("plan at the end: got %d units (%v), want 0", n, err)
+	}
+	if _, _, err := src.Plan(ctx, SnapshotOffset{Snapshot: 12345}.Offset(), 10); !errors.Is(err, stream.ErrSourceBehind) {
+		t.Errorf("unknown snapshot: got %v, want ErrSourceBehind", err)
+	}
+}
+
+func TestSinkCommitsOnceWithProps(t *testing.T) {
+	ctx := context.Background()
+	lake := openLake(t)
+	sink := NewSink(lake, table.Bronze, func(b stream.Batch) map[string]string {
+		return StatsProps(stream.ProcessStats{DroppedByWatermark: 2, Duplicates: 3}, b.ID)
+	})
+	b := stream.Batch{Query: "q", QueryID: "id-1", ID: 0, End: "e0"}
+	for i, want := range []bool{true, false} {
+		rec := bronzeRows(0, 2)
+		res, err := sink.Commit(ctx, b, []arrow.RecordBatch{rec})
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Committed != want {
+			t.Errorf("commit %d: got committed %v, want %v", i, res.Committed, want)
+		}
+	}
+	m, ok, err := sink.LastCommitted(ctx, "q")
+	if err != nil || !ok || m.Batch != 0 || m.End != "e0" || m.QueryID != "id-1" {
+		t.Errorf("marker: got %+v %v %v, want batch 0, end e0, query id id-1", m, ok, err)
+	}
+	snaps, err := lake.AppendsAfter(ctx, table.Bronze, 0)
+	if err != nil || len(snaps) != 1 {
+		t.Fatalf("snapshots: got %d (%v), want 1", len(snaps), err)
+	}
+	st, version, ok := StatsFromSummary(snaps[0].Summary)
+	if !ok || st.DroppedByWatermark != 2 || st.Duplicates != 3 || version != 0 {
+		t.Errorf("summary stats: got %+v v%d %v", st, version, ok)
+	}
+}

@@ -1,0 +1,511 @@
+package stream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"lakehouse/internal/fault"
+)
+
+// Fault hooks of the batch protocol (the table adds table.after-data-files
+// and table.after-commit inside the sink's commit).
+var (
+	hookAfterOffsetEntry = fault.Register("stream.after-offset-entry",
+		"offsets/<N> is durable, batch N has not run")
+	hookAfterStateSave = fault.Register("stream.after-state-save",
+		"state/<N> is durable, the sink has not committed batch N")
+	hookAfterCommitEntry = fault.Register("stream.after-commit-entry",
+		"commits/<N> is durable, batch N+1 is not planned")
+)
+
+// Query runs one streaming query: it owns the checkpoint and drives Source,
+// Processor and Sink through the batch protocol (see the package comment).
+type Query struct {
+	cfg      Config
+	src      Source
+	proc     Processor
+	sink     Sink
+	progress ProgressSink
+	cp       *Checkpoint
+
+	mu   sync.Mutex
+	last Progress
+	runs int64 // batches run by this Query
+
+	queryID     string
+	idChanges   int64
+	previousID  string
+	unflushed   []Progress
+	lastFlushed time.Time
+
+	pre    *prefetch // reading the batch after the current one
+	ready  *prefetch // the planned batch's input, already read
+	capped bool      // the last planned batch hit MaxOffsetsPerTrigger
+}
+
+// New builds a query. proc may be nil (input goes to the sink unchanged);
+// progress may be nil (progress is then only logged and kept in the commit
+// log).
+func New(cfg Config, src Source, proc Processor, sink Sink, progress ProgressSink) (*Query, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if src == nil || sink == nil {
+		return nil, errors.New("new query: source and sink are required")
+	}
+	cp, err := OpenCheckpoint(cfg.CheckpointDir)
+	if err != nil {
+		return nil, fmt.Errorf("new query %s: %w", cfg.Name, err)
+	}
+	return &Query{cfg: cfg, src: src, proc: proc, sink: sink, progress: progress, cp: cp, lastFlushed: time.Now()}, nil
+}
+
+// Config returns the query's configuration with defaults filled in.
+func (q *Query) Config() Config { return q.cfg }
+
+// Last returns the progress of the last batch this Query ran and how many
+// batches it ran.
+func (q *Query) Last() (Progress, int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.last, q.runs
+}
+
+// QueryID returns the query id in use (empty before Run recovered).
+func (q *Query) QueryID() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.queryID
+}
+
+// IDChange reports whether this run detected a query-id change at start
+// (1) or not (0), and the previous id the table's marker carried. The lead's
+// HTTP surface can alert on it before the first batch runs.
+func (q *Query) IDChange() (int64, string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.idChanges, q.previousID
+}
+
+// Run recovers the query's position and runs batches until ctx is done. It
+// returns nil when ctx ends, after finishing or abandoning the current batch
+// (an abandoned batch re-runs with the same id and range on the next Run).
+// Any other error stops the query; the checkpoint stays consistent.
+func (q *Query) Run(ctx context.Context) error {
+	err := q.run(ctx)
+	if ctx.Err() != nil {
+		// Best effort: progress rows are durable in the commit log anyway.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = q.flushProgress(fctx, true)
+		return nil
+	}
+	return err
+}
+
+// Drain runs batches until the source has nothing beyond the query's
+// position, then returns. Used by tests and one-shot commands.
+func (q *Query) Drain(ctx context.Context) error {
+	defer q.dropPrefetch()
+	next, pending, err := q.recover(ctx)
+	if err != nil {
+		return err
+	}
+	if pending != nil {
+		if err := q.runBatch(ctx, *pending, true); err != nil {
+			return err
+		}
+		next = *pending
+	}
+	for {
+		if err := q.flushProgress(ctx, false); err != nil {
+			return err
+		}
+		e, ok, err := q.plan(ctx, next)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return q.flushProgress(ctx, true)
+		}
+		if err := q.runBatch(ctx, e, false); err != nil {
+			return err
+		}
+		next = e
+	}
+}
+
+func (q *Query) run(ctx context.Context) error {
+	defer q.dropPrefetch()
+	next, pending, err := q.recover(ctx)
+	if err != nil {
+		return err
+	}
+	if pending != nil {
+		if err := q.runBatch(ctx, *pending, true); err != nil {
+			return err
+		}
+		next = *pending
+	}
+	lastStart := time.Now()
+	for {
+		if err := q.flushProgress(ctx, false); err != nil {
+			q.cfg.Logger.Warn("stream progress flush failed", "query", q.cfg.Name, "err", err)
+		}
+		if q.cfg.Trigger > 0 {
+			if d := time.Until(lastStart.Add(q.cfg.Trigger)); d > 0 {
+				if err := sleep(ctx, d); err != nil {
+					return err
+				}
+			}
+		}
+		lastStart = time.Now()
+		e, ok, err := q.plan(ctx, next)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			wctx, cancel := context.WithTimeout(ctx, q.cfg.ProgressInterval)
+			err := q.src.Wait(wctx, next.End)
+			cancel()
+			if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("wait for input: %w", err)
+			}
+			continue
+		}
+		if err := q.runBatch(ctx, e, false); err != nil {
+			return err
+		}
+		next = e
+	}
+}
+
+// recover establishes the query id and position. It returns the last
+// planned entry (its End is where the next batch starts; ID is the previous
+// batch id, -1 for none) and, if the last planned batch has no commit entry,
+// that batch to re-run.
+func (q *Query) recover(ctx context.Context) (OffsetEntry, *OffsetEntry, error) {
+	name := q.cfg.Name
+	marker, hasMarker, err := q.sink.LastCommitted(ctx, name)
+	if err != nil {
+		return OffsetEntry{}, nil, fmt.Errorf("recover %s: read table marker: %w", name, err)
+	}
+	id, hasID, err := q.cp.QueryID()
+	if err != nil {
+		return OffsetEntry{}, nil, fmt.Errorf("recover %s: %w", name, err)
+	}
+	lastOff, hasOff, err := q.cp.LatestOffsets()
+	if err != nil {
+		return OffsetEntry{}, nil, fmt.Errorf("recover %s: %w", name, err)
+	}
+	lastCommit, hasCommit, err := q.cp.LatestCommit()
+	if err != nil {
+		return OffsetEntry{}, nil, fmt.Errorf("recover %s: %w", name, err)
+	}
+
+	if hasID && hasOff && hasMarker && marker.Batch > lastOff.Batch {
+		return OffsetEntry{}, nil, fmt.Errorf("recover %s: table batch %d, checkpoint planned only up to %d: %w",
+			name, marker.Batch, lastOff.Batch, ErrTableAhead)
+	}
+	if hasID && hasOff {
+		q.setID(id, 0, "")
+		switch {
+		case hasCommit && lastCommit.Batch > lastOff.Batch:
+			return OffsetEntry{}, nil, fmt.Errorf("recover %s: commit %d without offsets: %w", name, lastCommit.Batch, ErrCorruptCheckpoint)
+		case hasCommit && lastCommit.Batch == lastOff.Batch:
+			if err := q.reflushFromLog(ctx); err != nil {
+				q.cfg.Logger.Warn("stream progress re-flush failed", "query", name, "err", err)
+			}
+			return lastOff, nil, nil
+		case hasCommit && lastCommit.Batch < lastOff.Batch-1:
+			return OffsetEntry{}, nil, fmt.Errorf("recover %s: batch %d planned but %d never committed: %w",
+				name, lastOff.Batch, lastCommit.Batch+1, ErrCorruptCheckpoint)
+		}
+		if err := q.reflushFromLog(ctx); err != nil {
+			q.cfg.Logger.Warn("stream progress re-flush failed", "query", name, "err", err)
+		}
+		q.cfg.Logger.Info("stream re-running planned batch", "query", name, "query_id", id,
+			"batch", lastOff.Batch, "start", string(lastOff.Start), "end", string(lastOff.End))
+		prev := OffsetEntry{Batch: lastOff.Batch - 1, End: lastOff.Start}
+		return prev, &lastOff, nil
+	}
+
+	// No usable checkpoint: a new query, or a lost one.
+	newID := id
+	if !hasID {
+		newID = newQueryID()
+	}
+	earliest, err := q.src.Earliest(ctx)
+	if err != nil {
+		return OffsetEntry{}, nil, fmt.Errorf("recover %s: earliest offsets: %w", name, err)
+	}
+	start := OffsetEntry{Batch: -1, End: earliest}
+	if hasMarker {
+		if hasID && marker.QueryID == id {
+			// Offsets were lost but the metadata survived: still a loss.
+			newID = newQueryID()
+		}
+		q.cfg.Logger.Error("STREAM QUERY ID CHANGED: checkpoint lost, table holds batches of this query",
+			"query", name, "previous_query_id", marker.QueryID, "new_query_id", newID,
+			"table_batch", marker.Batch, "table_end", string(marker.End),
+			"on_checkpoint_loss", q.cfg.OnCheckpointLoss.String(), "checkpoint", q.cp.Dir)
+		q.setID(newID, 1, marker.QueryID)
+		// Batch ids stay above the table's so its marker check keeps working.
+		start.Batch = marker.Batch
+		if q.cfg.OnCheckpointLoss == RebuildFromTable {
+			start.End = marker.End
+		} else {
+			q.cfg.Logger.Error("STREAM START FRESH: re-reading from the earliest offsets, the sink WILL receive duplicates",
+				"query", name, "start", string(earliest))
+		}
+	} else {
+		q.setID(newID, 0, "")
+	}
+	if err := q.cp.SetQueryID(newID, name); err != nil {
+		return OffsetEntry{}, nil, fmt.Errorf("recover %s: %w", name, err)
+	}
+	q.cfg.Logger.Info("stream query started", "query", name, "query_id", newID,
+		"next_batch", start.Batch+1, "start", string(start.End))
+	return start, nil, nil
+}
+
+func (q *Query) setID(id string, changes int64, prev string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.queryID, q.idChanges, q.previousID = id, changes, prev
+}
+
+// plan writes the offset entry of the batch after prev, or returns false if
+// the source has nothing new.
+func (q *Query) plan(ctx context.Context, prev OffsetEntry) (OffsetEntry, bool, error) {
+	var end Offset
+	var n int64
+	if pf := q.takePrefetch(prev.End); pf != nil {
+		end, n, q.ready = pf.end, pf.n, pf
+	} else {
+		var err error
+		end, n, err = q.src.Plan(ctx, prev.End, q.cfg.MaxOffsetsPerTrigger)
+		if err != nil {
+			return OffsetEntry{}, false, fmt.Errorf("plan batch %d: %w", prev.Batch+1, err)
+		}
+		if n == 0 {
+			return OffsetEntry{}, false, nil
+		}
+	}
+	q.capped = n >= q.cfg.MaxOffsetsPerTrigger
+	e := OffsetEntry{Batch: prev.Batch + 1, QueryID: q.QueryID(), Start: prev.End, End: end, Planned: time.Now().UTC()}
+	if mp, ok := q.proc.(MetaPlanner); ok {
+		meta, err := mp.PlanMeta(ctx, q.batchOf(e))
+		if err != nil {
+			return OffsetEntry{}, false, fmt.Errorf("plan batch %d metadata: %w", e.Batch, err)
+		}
+		e.Meta = meta
+	}
+	if err := q.cp.WriteOffsets(e); err != nil {
+		return OffsetEntry{}, false, fmt.Errorf("plan batch %d: %w", e.Batch, err)
+	}
+	fault.Hit(hookAfterOffsetEntry)
+	return e, true, nil
+}
+
+func (q *Query) batchOf(e OffsetEntry) Batch {
+	return Batch{Query: q.cfg.Name, QueryID: q.QueryID(), ID: e.Batch, Start: e.Start, End: e.End, Meta: e.Meta}
+}
+
+// runBatch runs a planned batch: read, process, save state, sink commit,
+// commit entry.
+func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error {
+	b := q.batchOf(e)
+	p := Progress{Query: b.Query, QueryID: b.QueryID, Batch: b.ID, Start: b.Start, End: b.End,
+		Replayed: replay, Started: time.Now().UTC()}
+	q.mu.Lock()
+	p.QueryIDChanges, p.PreviousQueryID = q.idChanges, q.previousID
+	q.mu.Unlock()
+	t0 := time.Now()
+
+	var in []arrow.RecordBatch
+	var size int64
+	if pf := q.ready; pf != nil && pf.start == b.Start && pf.end == b.End {
+		in, size, p.Read = pf.recs, pf.size, pf.read
+		q.ready = nil
+	} else {
+		q.dropPrefetch()
+		var err error
+		in, size, err = q.src.Read(ctx, b.Start, b.End)
+		if err != nil {
+			return fmt.Errorf("read batch %d: %w", b.ID, err)
+		}
+		p.Read = time.Since(t0)
+	}
+	p.RowsIn, p.Bytes = countRows(in), size
+
+	t1 := time.Now()
+	rows := in
+	if q.proc != nil {
+		sp, stateful := q.proc.(StatefulProcessor)
+		if stateful {
+			data, err := q.cp.LoadState(b.ID - 1)
+			if err != nil && !errors.Is(err, ErrNoEntry) {
+				release(in)
+				return fmt.Errorf("run batch %d: %w", b.ID, err)
+			}
+			if err := sp.LoadState(b.ID-1, data); err != nil {
+				release(in)
+				return fmt.Errorf("run batch %d: load state: %w", b.ID, err)
+			}
+		}
+		var err error
+		rows, err = q.proc.Process(ctx, b, in)
+		if err != nil {
+			return fmt.Errorf("process batch %d: %w", b.ID, err)
+		}
+		if sr, ok := q.proc.(StatsReporter); ok {
+			p.Stats = sr.BatchStats()
+		}
+		if stateful {
+			data, err := sp.SaveState()
+			if err != nil {
+				release(rows)
+				return fmt.Errorf("run batch %d: snapshot state: %w", b.ID, err)
+			}
+			if err := q.cp.SaveState(b.ID, data); err != nil {
+				release(rows)
+				return fmt.Errorf("run batch %d: %w", b.ID, err)
+			}
+			fault.Hit(hookAfterStateSave)
+		}
+	}
+	defer release(rows)
+	p.RowsOut = countRows(rows)
+	p.Process = time.Since(t1)
+
+	if q.capped && !replay {
+		q.startPrefetch(ctx, b.End)
+	}
+	t2 := time.Now()
+	res, err := q.sink.Commit(ctx, b, rows)
+	if err != nil {
+		return fmt.Errorf("commit batch %d: %w", b.ID, err)
+	}
+	p.Commit = time.Since(t2)
+	p.Committed, p.SnapshotID = res.Committed, res.SnapshotID
+	if lag, err := q.src.Lag(ctx, b.End); err == nil {
+		p.Lag = lag
+	}
+	p.Total = time.Since(t0)
+
+	if err := q.cp.WriteCommit(CommitEntry{Batch: b.ID, QueryID: b.QueryID, Progress: p}); err != nil {
+		return fmt.Errorf("commit batch %d: %w", b.ID, err)
+	}
+	fault.Hit(hookAfterCommitEntry)
+	if keep := b.ID - int64(q.cfg.RetainBatches) + 1; keep > 0 && b.ID%10 == 0 {
+		if err := q.cp.Purge(keep); err != nil {
+			q.cfg.Logger.Warn("stream checkpoint purge failed", "query", b.Query, "err", err)
+		}
+	}
+	p.log(q.cfg.Logger)
+	q.mu.Lock()
+	q.last = p
+	q.runs++
+	q.unflushed = append(q.unflushed, p)
+	q.mu.Unlock()
+	return nil
+}
+
+// flushProgress writes gathered progress rows when enough have gathered, or
+// when force is set.
+func (q *Query) flushProgress(ctx context.Context, force bool) error {
+	if q.progress == nil {
+		q.mu.Lock()
+		q.unflushed = nil
+		q.mu.Unlock()
+		return nil
+	}
+	q.mu.Lock()
+	rows := q.unflushed
+	due := len(rows) > 0 && (force || len(rows) >= q.cfg.ProgressEvery ||
+		time.Since(q.lastFlushed) >= q.cfg.ProgressInterval)
+	q.mu.Unlock()
+	if !due {
+		return nil
+	}
+	if err := q.progress.WriteProgress(ctx, q.cfg.Name, rows); err != nil {
+		return fmt.Errorf("write progress: %w", err)
+	}
+	q.mu.Lock()
+	q.unflushed = q.unflushed[len(rows):]
+	q.lastFlushed = time.Now()
+	q.mu.Unlock()
+	return nil
+}
+
+// reflushFromLog re-queues the progress rows of committed batches that
+// ops.stream_progress does not have yet (a crash between the commit entry
+// and the progress flush); they are flushed with the next rows.
+func (q *Query) reflushFromLog(ctx context.Context) error {
+	if q.progress == nil {
+		return nil
+	}
+	last, ok, err := q.progress.LastProgress(ctx, q.cfg.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		last = -1
+	}
+	entries, err := q.cp.CommitsAfter(last)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	for _, e := range entries {
+		q.unflushed = append(q.unflushed, e.Progress)
+	}
+	q.mu.Unlock()
+	return q.flushProgress(ctx, false)
+}
+
+func countRows(recs []arrow.RecordBatch) int64 {
+	var n int64
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	return n
+}
+
+func release(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func newQueryID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

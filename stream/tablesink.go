@@ -1,0 +1,117 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"lakehouse/table"
+)
+
+// Snapshot-summary properties the table sink adds to each batch's snapshot
+// (the table prefixes them with "lakehouse.").
+const (
+	PropStreamQueryID = "stream.query-id" // the run's query id (the checkpoint's)
+	PropStreamStart   = "stream.start"    // the batch's start offsets
+	PropStreamQuery   = "stream.query"    // the query name
+	propQueryIDFull   = "lakehouse.stream.query-id"
+)
+
+// TableSink commits batches to one table of a table.Lake with
+// Lake.CommitBatch. The table marker is keyed by the query name (Batch.Query),
+// not by the run's query id, so that a lost checkpoint can be rebuilt from
+// it; the query id travels in the snapshot summary (PropStreamQueryID).
+type TableSink struct {
+	Lake  *table.Lake
+	Table string
+}
+
+// Commit implements Sink.
+func (s *TableSink) Commit(ctx context.Context, b Batch, rows []arrow.RecordBatch) (SinkResult, error) {
+	res, err := s.Lake.CommitBatch(ctx, s.Table, table.Batch{
+		Query:   b.Query,
+		ID:      b.ID,
+		Offsets: string(b.End),
+		Records: rows,
+		Props: map[string]string{
+			PropStreamQueryID: b.QueryID,
+			PropStreamStart:   string(b.Start),
+			PropStreamQuery:   b.Query,
+		},
+	})
+	if err != nil {
+		return SinkResult{}, fmt.Errorf("commit to %s: %w", s.Table, err)
+	}
+	return SinkResult{Committed: res.Committed, SnapshotID: res.SnapshotID, Rows: res.Rows}, nil
+}
+
+// LastCommitted implements Sink. The query id is looked up in the summary of
+// the marker's snapshot; it is empty if that snapshot was expired.
+func (s *TableSink) LastCommitted(ctx context.Context, query string) (Marker, bool, error) {
+	m, ok, err := s.Lake.LastCommitted(ctx, s.Table, query)
+	if err != nil || !ok {
+		return Marker{}, ok, err
+	}
+	out := Marker{Batch: m.Batch, End: Offset(m.Offsets)}
+	snaps, err := s.Lake.AppendsAfter(ctx, s.Table, 0)
+	if err != nil {
+		return Marker{}, false, fmt.Errorf("read snapshots of %s: %w", s.Table, err)
+	}
+	for _, sn := range snaps {
+		if sn.ID == m.SnapshotID {
+			out.QueryID = sn.Summary[propQueryIDFull]
+		}
+	}
+	return out, true, nil
+}
+
+// TableProgress keeps progress rows in a table (ops.stream_progress) with
+// Lake.CommitBatch: one commit per flush, keyed by the query name and the
+// last batch id of the rows, so a re-flush after a crash is skipped.
+type TableProgress struct {
+	Lake   *table.Lake
+	Table  string        // table.StreamProgress
+	Schema *arrow.Schema // table.StreamProgressSchema
+	Alloc  memory.Allocator
+}
+
+// NewTableProgress returns a TableProgress on ops.stream_progress.
+func NewTableProgress(lake *table.Lake) *TableProgress {
+	return &TableProgress{Lake: lake, Table: table.StreamProgress, Schema: table.StreamProgressSchema, Alloc: memory.DefaultAllocator}
+}
+
+// WriteProgress implements ProgressSink.
+func (t *TableProgress) WriteProgress(ctx context.Context, query string, rows []Progress) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	rec, err := progressRecord(t.Alloc, t.Schema, rows)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	last := rows[len(rows)-1]
+	_, err = t.Lake.CommitBatch(ctx, t.Table, table.Batch{
+		Query:   query,
+		ID:      last.Batch,
+		Offsets: string(last.End),
+		Records: []arrow.RecordBatch{rec},
+		Props:   map[string]string{"stream.first-batch": strconv.FormatInt(rows[0].Batch, 10)},
+	})
+	if err != nil {
+		return fmt.Errorf("write progress of %s: %w", query, err)
+	}
+	return nil
+}
+
+// LastProgress implements ProgressSink.
+func (t *TableProgress) LastProgress(ctx context.Context, query string) (int64, bool, error) {
+	m, ok, err := t.Lake.LastCommitted(ctx, t.Table, query)
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	return m.Batch, true, nil
+}
