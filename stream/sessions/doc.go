@@ -1,0 +1,31 @@
+// Package sessions is the sessions streaming query: it reads committed
+// silver.edits snapshots in commit order and builds silver.editor_sessions,
+// one row per editor session.
+//
+// An editor is the pair (wiki, user): the same account on two wikis is two
+// editors, because activity on different wikis is different work (and IP
+// and temporary editors are per wiki anyway). A session is a maximal run of
+// an editor's edits in which no gap between consecutive edits (by event
+// time) exceeds SessionGap; edits may arrive out of order, and an edit that
+// falls between two open sessions merges them. A session is emitted once the
+// batch's watermark passes its last edit plus SessionGap (no on-time edit
+// can extend it any more), with a deterministic id: the first 16 bytes of
+// SHA-256(wiki, user, start), hex. Its bot flag is set when any of its edits
+// was flagged bot; pages counts distinct titles; bytes added and removed sum
+// the positive and the negative byte deltas.
+//
+// The watermark is the newest event time seen in earlier batches minus
+// WatermarkDelay (silver's own delay, so silver's rows are never late here;
+// any that are, for example after a configuration change, are dropped and
+// counted as late). Batch N's watermark is fixed in its offset entry.
+//
+// What survives a crash: the open sessions after batch N are saved durably
+// as state/N (a full snapshot) before N's table commit, whose marker and
+// summary (watermark, state version, late count) make a re-run of N, which
+// starts from state N-1, commit the same sessions at most once.
+//
+// Limitation: if the checkpoint directory is lost, the query continues from
+// the table's marker with no open sessions (logged at error level): edits
+// of sessions that were open at the loss are not in any emitted session,
+// and sessions spanning the loss are cut there. Silver itself stays exact.
+package sessions

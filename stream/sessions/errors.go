@@ -1,0 +1,11 @@
+package sessions
+
+import "errors"
+
+// Errors returned by the package. Match them with errors.Is.
+var (
+	// ErrCorruptState: a saved state version cannot be decoded.
+	ErrCorruptState = errors.New("sessions: corrupt session state")
+	// ErrBadMeta: a batch's offset-entry metadata cannot be decoded.
+	ErrBadMeta = errors.New("sessions: bad batch metadata")
+)

@@ -1,0 +1,302 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"lakehouse/internal/fault"
+	"lakehouse/stream"
+	"lakehouse/stream/silver"
+	"lakehouse/stream/silver/silvertest"
+	"lakehouse/table"
+)
+
+// Environment of the kill test's child process.
+const (
+	envKillDir  = "LAKEHOUSE_SESSIONS_KILL_DIR"  // data dir; set only in the child
+	envKillHook = "LAKEHOUSE_SESSIONS_KILL_HOOK" // hook to arm, "" for none
+	envKillSkip = "LAKEHOUSE_SESSIONS_KILL_SKIP" // hits to let pass
+)
+
+const (
+	killSnapshots = 40
+	killPerSnap   = 25
+)
+
+func killConfig(dir string) stream.Config {
+	return stream.Config{DataDir: dir, MaxOffsetsPerTrigger: 1, Trigger: -1, RetainBatches: 30,
+		ProgressEvery: 3, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+}
+
+// TestSessionsKillChild is the child's body; it is a no-op in a normal run.
+func TestSessionsKillChild(t *testing.T) {
+	dir := os.Getenv(envKillDir)
+	if dir == "" {
+		t.Skip("child of TestSessionsKill only")
+	}
+	ctx := context.Background()
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lake.Close()
+	cfg := killConfig(dir)
+	if hook := os.Getenv(envKillHook); hook != "" {
+		skip, _ := strconv.Atoi(os.Getenv(envKillSkip))
+		cfg.ProgressEvery, cfg.ProgressInterval = 1<<30, time.Hour // keep table hooks in sink commits
+		fault.Arm(hook, skip)
+	}
+	q, _, err := NewQuery(lake, cfg, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type killRound struct {
+	hook string // "" = random SIGKILL after a few batches
+	skip int    // -1: fire on the last batch's commit
+}
+
+// TestSessionsKill lands a scenario in silver, then kills the sessions query
+// at every crash point and at random, and checks that the sessions are
+// exactly those computed from the scenario, each once.
+func TestSessionsKill(t *testing.T) {
+	if os.Getenv(envKillDir) != "" {
+		t.Skip("parent only")
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+	sc := silvertest.Generate(11, killSnapshots, killPerSnap, silver.DefaultWatermarkDelay)
+	lake := openLake(t, dir)
+	if err := sc.CommitBronze(ctx, lake); err != nil {
+		t.Fatal(err)
+	}
+	scfg := stream.Config{DataDir: dir, MaxOffsetsPerTrigger: 1, Trigger: -1, Logger: quietLogger()}
+	sq, _, err := silver.NewQuery(lake, scfg, silver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sq.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lake.Close()
+	lastBatch := int64(len(sc.Snapshots) - 1) // one sessions batch per silver snapshot
+
+	rounds := []killRound{
+		{"stream.after-offset-entry", 2},
+		{"sessions.state-encoded", 1},
+		{"stream.after-state-save", 1},
+		{"table.after-data-files", 1},
+		{"", 0},
+		{"stream.after-commit-entry", 2},
+		{"table.after-data-files", -1}, // the flusher batch, which emits most sessions
+		{"table.after-commit", -1},     // the same batch again, after its commit
+	}
+	for i, r := range rounds {
+		name := r.hook
+		if name == "" {
+			name = "random"
+		}
+		t.Run(fmt.Sprintf("%d-%s", i, name), func(t *testing.T) {
+			killOnce(t, dir, r, lastBatch)
+			checkNoDuplicates(t, dir)
+		})
+		if t.Failed() {
+			return
+		}
+	}
+
+	lake = openLake(t, dir)
+	defer lake.Close()
+	cfg := killConfig(dir)
+	cfg.Logger = quietLogger()
+	q, _, err := NewQuery(lake, cfg, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	verifySessions(t, lake, sc, lastBatch)
+}
+
+func openLake(t testing.TB, dir string) *table.Lake {
+	t.Helper()
+	ctx := context.Background()
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lake.EnsureTables(ctx); err != nil {
+		lake.Close()
+		t.Fatal(err)
+	}
+	return lake
+}
+
+func sessionsMarker(t testing.TB, dir string) int64 {
+	t.Helper()
+	lake := openLake(t, dir)
+	defer lake.Close()
+	m, ok, err := lake.LastCommitted(context.Background(), table.EditorSessions, QueryName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return -1
+	}
+	return m.Batch
+}
+
+// killOnce runs one child and kills it; a kill that proves nothing fails
+// the test as inconclusive.
+func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
+	before := sessionsMarker(t, dir)
+	if before >= lastBatch {
+		t.Fatalf("inconclusive: sessions already complete (batch %d) before the kill", before)
+	}
+	env := []string{envKillDir + "=" + dir}
+	if r.hook != "" {
+		skip := r.skip
+		if skip < 0 {
+			skip = int(lastBatch-before) - 1 // hits: one per batch still to commit
+		}
+		env = append(env, envKillHook+"="+r.hook, envKillSkip+"="+strconv.Itoa(skip))
+		c := silvertest.StartChild(t, "TestSessionsKillChild", env...)
+		err := c.Wait(t, 2*time.Minute)
+		if !silvertest.WasKilled(err) || !strings.Contains(c.Output(), fault.Marker(r.hook)) {
+			t.Fatalf("inconclusive: hook %s did not kill the child (exit %v); output:\n%s",
+				r.hook, err, silvertest.Tail(c.Output(), 40))
+		}
+		after := sessionsMarker(t, dir)
+		if after < 0 {
+			t.Fatalf("inconclusive: hook %s fired before sessions committed anything", r.hook)
+		}
+		t.Logf("hook %s (skip %d): sessions marker %d -> %d", r.hook, skip, before, after)
+		return
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	for attempt := 0; attempt < 5; attempt++ {
+		c := silvertest.StartChild(t, "TestSessionsKillChild", env...)
+		want := 1 + rng.IntN(3)
+		deadline := time.Now().Add(time.Minute)
+		for strings.Count(c.Output(), `msg="stream batch"`) < want && time.Now().Before(deadline) {
+			if strings.Contains(c.Output(), "--- ") {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+		killed := c.Kill(t)
+		after := sessionsMarker(t, dir)
+		if killed && after > before && after < lastBatch {
+			t.Logf("random kill after %d batches: sessions marker %d -> %d", want, before, after)
+			return
+		}
+		t.Logf("attempt %d inconclusive: killed %v, marker %d -> %d", attempt, killed, before, after)
+		before = after
+		if before >= lastBatch {
+			break
+		}
+	}
+	t.Fatalf("inconclusive: no random kill landed mid-stream")
+}
+
+func scanSessions(t testing.TB, lake *table.Lake) []sessionRow {
+	t.Helper()
+	recs, err := lake.Scan(context.Background(), table.EditorSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []sessionRow
+	for _, r := range recs {
+		out = append(out, decodeSessions(r)...)
+		r.Release()
+	}
+	return out
+}
+
+func checkNoDuplicates(t *testing.T, dir string) {
+	t.Helper()
+	lake := openLake(t, dir)
+	defer lake.Close()
+	seen := map[string]bool{}
+	for _, s := range scanSessions(t, lake) {
+		if seen[s.ID] {
+			t.Errorf("after kill: session %s twice", s.ID)
+		}
+		seen[s.ID] = true
+	}
+}
+
+// verifySessions compares the table with the sessions computed from the
+// scenario, and checks one snapshot per batch.
+func verifySessions(t *testing.T, lake *table.Lake, sc silvertest.Scenario, lastBatch int64) {
+	t.Helper()
+	got := map[string]sessionRow{}
+	for _, s := range scanSessions(t, lake) {
+		if _, dup := got[s.ID]; dup {
+			t.Errorf("session %s stored twice", s.ID)
+		}
+		got[s.ID] = s
+	}
+	want := sc.ExpectedSessions(DefaultSessionGap)
+	if len(got) != len(want) {
+		t.Errorf("sessions: got %d, want %d (computed from the scenario)", len(got), len(want))
+	}
+	var edits, wantEdits int64
+	for _, w := range want {
+		wantEdits += w.Edits
+		id := sessionID(w.Wiki, w.User, w.Start.UnixMicro())
+		g, ok := got[id]
+		if !ok {
+			t.Errorf("missing session %s/%s %s-%s (%d edits)", w.Wiki, w.User, w.Start.Format("15:04:05"), w.End.Format("15:04:05"), w.Edits)
+			continue
+		}
+		gw := silvertest.Session{Wiki: g.Wiki, User: g.User, Start: g.Start, End: g.End, Edits: g.Edits,
+			Pages: g.Pages, Added: g.Added, Removed: g.Removed, Bot: g.Bot}
+		if !gw.Start.Equal(w.Start) || !gw.End.Equal(w.End) || gw.Wiki != w.Wiki || gw.User != w.User ||
+			gw.Edits != w.Edits || gw.Pages != w.Pages || gw.Added != w.Added || gw.Removed != w.Removed || gw.Bot != w.Bot {
+			t.Errorf("session %s: got %+v, want %+v", id, gw, w)
+		}
+	}
+	for _, g := range got {
+		edits += g.Edits
+	}
+	if edits != wantEdits {
+		t.Errorf("edits in sessions: got %d, want %d", edits, wantEdits)
+	}
+	t.Logf("%d sessions with %d edits, as computed from the scenario", len(want), wantEdits)
+	if len(want) < 10 {
+		t.Errorf("scenario too small: %d sessions", len(want))
+	}
+
+	snaps, err := lake.AppendsAfter(context.Background(), table.EditorSessions, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := map[string]int{}
+	for _, s := range snaps {
+		if s.Summary[table.SummaryQueryID] == QueryName {
+			batches[s.Summary[table.SummaryBatchID]]++
+		}
+	}
+	if int64(len(batches)) != lastBatch+1 {
+		t.Errorf("sessions batches: got %d, want %d", len(batches), lastBatch+1)
+	}
+	for b, n := range batches {
+		if n != 1 {
+			t.Errorf("sessions batch %s committed %d times", b, n)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"lakehouse/internal/fault"
+	"lakehouse/stream"
+	"lakehouse/stream/lakeio"
+)
+
+// hookStateEncoded fires between encoding state N and the runner's durable
+// write of it: batch N's state is lost, its table commit has not happened.
+var hookStateEncoded = fault.Register("sessions.state-encoded",
+	"sessions state N encoded, not yet durable; batch N not committed")
+
+// Processor is the sessions query's stream.StatefulProcessor and
+// stream.MetaPlanner. It is used by one query runner at a time.
+type Processor struct {
+	cfg   Config
+	cp    *stream.Checkpoint // earlier state versions after a restart; may be nil
+	alloc memory.Allocator
+	now   func() time.Time
+
+	st *state
+
+	stats      stream.ProcessStats // of the last processed batch
+	statsBatch int64               // which batch stats belongs to
+}
+
+// NewProcessor returns a sessions processor. cp is the query's checkpoint,
+// from which PlanMeta reads state N-1 after a restart; it may be nil (the
+// state then comes only from LoadState).
+func NewProcessor(cfg Config, cp *stream.Checkpoint) *Processor {
+	return &Processor{cfg: cfg.withDefaults(), cp: cp, alloc: memory.DefaultAllocator, now: time.Now, statsBatch: -1}
+}
+
+// Config returns the processor's configuration with defaults filled in.
+func (p *Processor) Config() Config { return p.cfg }
+
+func (p *Processor) ensure(v int64, data []byte) error {
+	if p.st != nil && p.st.Version == v {
+		return nil
+	}
+	if v < 0 {
+		p.st = newState(v)
+		return nil
+	}
+	if data == nil && p.cp != nil {
+		b, err := p.cp.LoadState(v)
+		if err != nil && !errors.Is(err, stream.ErrNoEntry) {
+			return fmt.Errorf("load session state %d: %w", v, err)
+		}
+		data = b
+	}
+	if data == nil {
+		p.cfg.Logger.Error("SESSIONS STATE LOST: starting with no open sessions", "version", v)
+		p.st = newState(v)
+		return nil
+	}
+	st, err := decodeState(data)
+	if err != nil {
+		return err
+	}
+	if st.Version != v {
+		return fmt.Errorf("load session state %d: %w: file holds version %d", v, ErrCorruptState, st.Version)
+	}
+	p.st = st
+	return nil
+}
+
+// PlanMeta fixes batch b's watermark: the newest event time of the batches
+// before it minus WatermarkDelay, never below the previous watermark.
+func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessage, error) {
+	if err := p.ensure(b.ID-1, nil); err != nil {
+		return nil, fmt.Errorf("plan sessions batch %d: %w", b.ID, err)
+	}
+	wm := p.st.Watermark
+	if p.st.MaxEvent != noTime {
+		wm = max(wm, p.st.MaxEvent-p.cfg.WatermarkDelay.Microseconds())
+	}
+	raw, err := json.Marshal(Meta{Watermark: microsTime(wm), Planned: p.now().UTC()})
+	if err != nil {
+		return nil, fmt.Errorf("plan sessions batch %d: encode meta: %w", b.ID, err)
+	}
+	return raw, nil
+}
+
+// LoadState makes the state version (after batch version); data is that
+// version's saved bytes, nil if there is none.
+func (p *Processor) LoadState(version int64, data []byte) error {
+	return p.ensure(version, data)
+}
+
+// SaveState returns the open sessions after the last processed batch.
+func (p *Processor) SaveState() ([]byte, error) {
+	if p.st == nil {
+		return nil, errors.New("save session state: nothing processed")
+	}
+	b, err := p.st.encode()
+	if err != nil {
+		return nil, err
+	}
+	fault.Hit(hookStateEncoded)
+	return b, nil
+}
+
+// BatchStats returns the counters of the last processed batch
+// (stream.StatsReporter): late and duplicate rows dropped, unparseable rows,
+// and the watermark the batch used.
+func (p *Processor) BatchStats() stream.ProcessStats { return p.stats }
+
+// Props returns the snapshot-summary properties of batch b (after it was
+// processed): its watermark, counters and the state version it produced.
+func (p *Processor) Props(b stream.Batch) map[string]string {
+	if p.statsBatch != b.ID {
+		return map[string]string{lakeio.SummaryStateVersion: strconv.FormatInt(b.ID, 10)}
+	}
+	return lakeio.StatsProps(p.stats, b.ID)
+}
+
+// OpenSessions returns the number of open sessions held in state.
+func (p *Processor) OpenSessions() int {
+	if p.st == nil {
+		return 0
+	}
+	n := 0
+	for _, ed := range p.st.Editors {
+		n += len(ed.Sessions)
+	}
+	return n
+}
+
+// Process folds silver rows into open sessions and emits the sessions the
+// batch's watermark closes.
+func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+	defer func() {
+		for _, r := range in {
+			r.Release()
+		}
+	}()
+	meta, err := ParseMeta(b.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
+	}
+	if err := p.ensure(b.ID-1, nil); err != nil {
+		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
+	}
+	s := p.st
+	done := false
+	defer func() {
+		if !done {
+			p.st = nil // partly applied: reload from the checkpoint next time
+		}
+	}()
+	wm := meta.watermarkMicros()
+	c := stream.ProcessStats{Watermark: meta.Watermark}
+	maxEvent := s.MaxEvent
+	for _, rec := range in {
+		cols, err := silverColumns(rec)
+		if err != nil {
+			return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			e := cols.edit(i)
+			maxEvent = max(maxEvent, e.At)
+			if wm != noTime && e.At < wm {
+				c.DroppedByWatermark++
+				continue
+			}
+			s.add(e, p.cfg.SessionGap)
+		}
+	}
+	if c.DroppedByWatermark > 0 {
+		p.cfg.Logger.Warn("sessions: late silver rows dropped", "batch", b.ID, "count", c.DroppedByWatermark)
+	}
+	closed := s.close(wm, p.cfg.SessionGap)
+	s.Version, s.MaxEvent, s.Watermark = b.ID, maxEvent, wm
+
+	rec, err := buildSessions(p.alloc, closed, meta.Planned)
+	if err != nil {
+		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
+	}
+	p.stats, p.statsBatch = c, b.ID
+	done = true
+	return []arrow.RecordBatch{rec}, nil
+}
+
+// silverCols reads the silver.edits columns sessions needs, by name.
+type silverCols struct {
+	at               *array.Timestamp
+	wiki, user, page *array.String
+	bot              *array.Boolean
+	delta            *array.Int64
+}
+
+func silverColumns(rec arrow.RecordBatch) (silverCols, error) {
+	var c silverCols
+	for i, f := range rec.Schema().Fields() {
+		switch f.Name {
+		case "event_time":
+			c.at, _ = rec.Column(i).(*array.Timestamp)
+			if tt, ok := f.Type.(*arrow.TimestampType); !ok || tt.Unit != arrow.Microsecond {
+				c.at = nil
+			}
+		case "wiki":
+			c.wiki, _ = rec.Column(i).(*array.String)
+		case "user":
+			c.user, _ = rec.Column(i).(*array.String)
+		case "title":
+			c.page, _ = rec.Column(i).(*array.String)
+		case "bot":
+			c.bot, _ = rec.Column(i).(*array.Boolean)
+		case "byte_delta":
+			c.delta, _ = rec.Column(i).(*array.Int64)
+		}
+	}
+	if c.at == nil || c.wiki == nil || c.user == nil || c.page == nil || c.bot == nil || c.delta == nil {
+		return c, fmt.Errorf("read silver rows: missing or mistyped columns in %s", rec.Schema())
+	}
+	return c, nil
+}
+
+func (c silverCols) edit(i int) edit {
+	return edit{Wiki: c.wiki.Value(i), User: c.user.Value(i), Title: c.page.Value(i),
+		Bot: c.bot.Value(i), At: int64(c.at.Value(i)), Delta: c.delta.Value(i)}
+}

@@ -1,0 +1,48 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+
+	"lakehouse/stream"
+	"lakehouse/stream/lakeio"
+	"lakehouse/table"
+)
+
+// NewQuery builds the sessions query on lake: committed silver.edits
+// snapshots in, silver.editor_sessions out, progress rows to
+// ops.stream_progress. cfg.Name defaults to QueryName. The tables must exist.
+func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, *Processor, error) {
+	if cfg.Name == "" {
+		cfg.Name = QueryName
+	}
+	if cfg.CheckpointDir == "" {
+		if cfg.DataDir == "" {
+			return nil, nil, fmt.Errorf("new sessions query: %w", stream.ErrNoCheckpointDir)
+		}
+		cfg.CheckpointDir = stream.CheckpointPath(cfg.DataDir, cfg.Name)
+	}
+	if scfg.Logger == nil {
+		scfg.Logger = cfg.Logger
+	}
+	cp, err := stream.OpenCheckpoint(cfg.CheckpointDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("new sessions query: %w", err)
+	}
+	proc := NewProcessor(scfg, cp)
+	q, err := stream.New(cfg, lakeio.NewSource(lake, table.SilverEdits), proc,
+		lakeio.NewSink(lake, table.EditorSessions, proc.Props), stream.NewTableProgress(lake))
+	if err != nil {
+		return nil, nil, fmt.Errorf("new sessions query: %w", err)
+	}
+	return q, proc, nil
+}
+
+// Run runs the sessions query until ctx is done (see stream.Query.Run).
+func Run(ctx context.Context, lake *table.Lake, cfg stream.Config, scfg Config) error {
+	q, _, err := NewQuery(lake, cfg, scfg)
+	if err != nil {
+		return err
+	}
+	return q.Run(ctx)
+}

@@ -1,0 +1,105 @@
+package silver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	icetable "github.com/apache/iceberg-go/table"
+
+	"lakehouse/stream/lakeio"
+	"lakehouse/table"
+)
+
+// stateFromTable rebuilds dedup state version v from silver.edits when the
+// checkpoint lost it (the query continues from the table's marker): the
+// watermark is the one the table's last silver batch recorded, the newest
+// event time and the live ids come from the rows whose event_time +
+// delay has not fallen below it. Duplicates of a row share its event time,
+// so the newest silver event time is the newest event time seen, except for
+// late rows, which are older than the watermark anyway.
+func stateFromTable(ctx context.Context, lake *table.Lake, query string, v int64, delay time.Duration) (*state, error) {
+	snaps, err := lake.AppendsAfter(ctx, table.SilverEdits, 0)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild state from %s: %w", table.SilverEdits, err)
+	}
+	st := newState(v)
+	var found bool
+	for i := len(snaps) - 1; i >= 0 && !found; i-- {
+		if snaps[i].Summary[table.SummaryQueryID] != query {
+			continue
+		}
+		found = true
+		if s, _, ok := lakeio.StatsFromSummary(snaps[i].Summary); ok && !s.Watermark.IsZero() {
+			st.watermark = s.Watermark.UnixMicro()
+		}
+	}
+	if !found {
+		return st, nil
+	}
+	id, err := parseTableIdent(table.SilverEdits)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := lake.Catalog().LoadTable(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild state from %s: %w", table.SilverEdits, err)
+	}
+	opts := []icetable.ScanOption{icetable.WithSelectedFields("event_id", "event_time")}
+	if st.watermark != noTime {
+		from := st.watermark - delay.Microseconds()
+		opts = append(opts, icetable.WithRowFilter(
+			iceberg.GreaterThanEqual(iceberg.Reference("event_time"), iceberg.Timestamp(from))))
+	}
+	_, it, err := tbl.Scan(opts...).ToArrowRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild state from %s: scan: %w", table.SilverEdits, err)
+	}
+	for rec, err := range it {
+		if err != nil {
+			return nil, fmt.Errorf("rebuild state from %s: scan: %w", table.SilverEdits, err)
+		}
+		err := addRows(st, rec, delay)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func addRows(st *state, rec arrow.RecordBatch, delay time.Duration) error {
+	var ids *array.String
+	var times *array.Timestamp
+	for i, f := range rec.Schema().Fields() {
+		switch f.Name {
+		case "event_id":
+			ids, _ = rec.Column(i).(*array.String)
+		case "event_time":
+			times, _ = rec.Column(i).(*array.Timestamp)
+		}
+	}
+	if ids == nil || times == nil {
+		return fmt.Errorf("rebuild state from %s: want event_id and event_time, got %s", table.SilverEdits, rec.Schema())
+	}
+	for i := 0; i < ids.Len(); i++ {
+		et := int64(times.Value(i))
+		st.maxEvent = max(st.maxEvent, et)
+		if secs := toSecs(et); !expired(secs, st.watermark, delay) {
+			st.ids[keyOf(ids.Value(i))] = secs
+		}
+	}
+	return nil
+}
+
+func parseTableIdent(ident string) (icetable.Identifier, error) {
+	for i := len(ident) - 1; i > 0; i-- {
+		if ident[i] == '.' {
+			return icetable.Identifier{ident[:i], ident[i+1:]}, nil
+		}
+	}
+	return nil, fmt.Errorf("table %q: %w", ident, table.ErrUnknownTable)
+}
