@@ -1,0 +1,280 @@
+package marts
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/table"
+)
+
+// Names of the asset checks.
+const (
+	CheckSilverUnique   = "silver_unique_event_ids"
+	CheckBronzeOffsets  = "bronze_offsets_match_broker"
+	CheckGoldReconciles = "gold_reconciles_silver"
+	CheckSilverFresh    = "silver_fresh"
+)
+
+// Check is the result of one asset check with the numbers behind it.
+// Observed and Expected are the headline numbers (for example duplicate
+// rows found, 0 expected); Numbers holds every figure the check computed.
+type Check struct {
+	Name      string
+	Asset     string
+	Passed    bool
+	Observed  int64
+	Expected  int64
+	Numbers   map[string]int64
+	Message   string
+	CheckedAt time.Time
+}
+
+func (c Check) String() string {
+	status := "PASS"
+	if !c.Passed {
+		status = "FAIL"
+	}
+	return fmt.Sprintf("%s %s (%s): observed %d, expected %d: %s", status, c.Name, c.Asset, c.Observed, c.Expected, c.Message)
+}
+
+// runChecks runs the four checks on a session where bronze, silver and gold
+// are attached. A check that cannot run is reported as failed with the
+// reason; only a canceled context stops the others.
+func (m *Marts) runChecks(ctx context.Context, d *duck) ([]Check, error) {
+	fns := []func(context.Context, *duck) (Check, error){
+		m.checkSilverUnique, m.checkBronzeOffsets, m.checkGoldReconciles, m.checkSilverFresh,
+	}
+	names := []string{CheckSilverUnique, CheckBronzeOffsets, CheckGoldReconciles, CheckSilverFresh}
+	assets := []string{table.SilverEdits, table.Bronze, "gold.*", table.SilverEdits}
+	out := make([]Check, 0, len(fns))
+	for i, fn := range fns {
+		c, err := fn(ctx, d)
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			c = Check{Name: names[i], Asset: assets[i], Expected: 0, Observed: -1, Message: "check could not run: " + err.Error()}
+		}
+		c.CheckedAt = time.Now().UTC()
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// checkSilverUnique: every silver event id appears once.
+func (m *Marts) checkSilverUnique(ctx context.Context, d *duck) (Check, error) {
+	var rows, distinct int64
+	err := d.db.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT event_id) FROM silver.edits`).Scan(&rows, &distinct)
+	if err != nil {
+		return Check{}, fmt.Errorf("count silver ids: %w", err)
+	}
+	dups := rows - distinct
+	c := Check{Name: CheckSilverUnique, Asset: table.SilverEdits, Observed: dups, Expected: 0, Passed: dups == 0,
+		Numbers: map[string]int64{"rows": rows, "distinct_event_ids": distinct, "duplicate_rows": dups}}
+	c.Message = fmt.Sprintf("%d rows, %d distinct event ids", rows, distinct)
+	return c, nil
+}
+
+// checkBronzeOffsets: per partition, bronze holds each broker offset at most
+// once, with no hole between the broker's first readable offset and the
+// newest offset bronze holds, and nothing beyond the broker's end. Offsets
+// the bronze stream has not reached yet are lag, reported but not a failure.
+func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) {
+	c := Check{Name: CheckBronzeOffsets, Asset: table.Bronze, Expected: 0, Numbers: map[string]int64{}}
+	if m.log == nil {
+		return Check{}, errors.New("no broker log configured")
+	}
+	parts, err := m.log.Offsets(ctx, m.cfg.Topic)
+	if err != nil {
+		return Check{}, fmt.Errorf("broker offsets of %s: %w", m.cfg.Topic, err)
+	}
+	inBroker := map[int]broker.PartitionOffsets{}
+	for _, p := range parts {
+		inBroker[p.Partition] = p
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT "partition", count(*), count(DISTINCT "offset"), min("offset"), max("offset")
+		FROM bronze.recentchange GROUP BY "partition" ORDER BY "partition"`)
+	if err != nil {
+		return Check{}, fmt.Errorf("count bronze offsets: %w", err)
+	}
+	defer rows.Close()
+	type stat struct{ rows, distinct, min, max int64 }
+	bronze := map[int]stat{}
+	for rows.Next() {
+		var p int
+		var s stat
+		if err := rows.Scan(&p, &s.rows, &s.distinct, &s.min, &s.max); err != nil {
+			return Check{}, fmt.Errorf("count bronze offsets: %w", err)
+		}
+		bronze[p] = s
+	}
+	if err := rows.Err(); err != nil {
+		return Check{}, fmt.Errorf("count bronze offsets: %w", err)
+	}
+	var dups, gaps, beyond, unknown, lag, total, brokerMsgs int64
+	var problems []string
+	for _, p := range parts {
+		brokerMsgs += p.End - p.Start
+		s, ok := bronze[p.Partition]
+		if !ok {
+			lag += p.End - p.Start
+			continue
+		}
+		total += s.rows
+		if n := s.rows - s.distinct; n > 0 {
+			dups += n
+			problems = append(problems, fmt.Sprintf("p%d: %d duplicate offsets", p.Partition, n))
+		}
+		hole := (s.max - s.min + 1) - s.distinct
+		if s.min > p.Start {
+			hole += s.min - p.Start // offsets the broker still has but bronze skipped
+		}
+		if hole > 0 {
+			gaps += hole
+			problems = append(problems, fmt.Sprintf("p%d: %d missing offsets", p.Partition, hole))
+		}
+		if s.max >= p.End {
+			beyond += s.max - p.End + 1
+			problems = append(problems, fmt.Sprintf("p%d: offsets up to %d beyond broker end %d", p.Partition, s.max, p.End))
+		}
+		if p.End-1 > s.max {
+			lag += p.End - 1 - s.max
+		}
+	}
+	var ps []int
+	for p := range bronze {
+		if _, ok := inBroker[p]; !ok {
+			ps = append(ps, p)
+		}
+	}
+	sort.Ints(ps)
+	for _, p := range ps {
+		unknown += bronze[p].rows
+		total += bronze[p].rows
+		problems = append(problems, fmt.Sprintf("p%d: partition unknown to the broker", p))
+	}
+	c.Numbers = map[string]int64{"bronze_rows": total, "broker_messages": brokerMsgs, "partitions": int64(len(parts)),
+		"duplicate_offsets": dups, "missing_offsets": gaps, "offsets_beyond_end": beyond,
+		"rows_in_unknown_partitions": unknown, "lag": lag}
+	c.Observed = dups + gaps + beyond + unknown
+	c.Passed = c.Observed == 0
+	if c.Passed {
+		c.Message = fmt.Sprintf("%d bronze rows over %d partitions, dense and unique; %d offsets not yet in bronze", total, len(parts), lag)
+	} else {
+		c.Message = strings.Join(problems, "; ")
+	}
+	return c, nil
+}
+
+// reconciliation is one comparison of a gold figure with silver.
+type reconciliation struct {
+	name  string // numbers key prefix
+	gold  string // SQL returning one BIGINT
+	other string // SQL returning the BIGINT it must equal
+}
+
+var reconciliations = []reconciliation{
+	{"hourly_edits", `SELECT coalesce(sum(edits), 0) FROM gold.wiki_activity_hourly`,
+		`SELECT count(*) FROM silver.edits`},
+	{"hourly_bot_plus_human", `SELECT coalesce(sum(bot_edits + human_edits), 0) FROM gold.wiki_activity_hourly`,
+		`SELECT count(*) FROM silver.edits`},
+	{"hourly_new_pages", `SELECT coalesce(sum(new_pages), 0) FROM gold.wiki_activity_hourly`,
+		`SELECT count(*) FROM silver.edits WHERE type = 'new'`},
+	{"hourly_bytes_net", `SELECT coalesce(sum(bytes_added - bytes_removed), 0) FROM gold.wiki_activity_hourly`,
+		`SELECT coalesce(sum(byte_delta), 0) FROM silver.edits`},
+	{"sessions_daily_sessions", `SELECT coalesce(sum(sessions), 0) FROM gold.editor_sessions_daily`,
+		`SELECT count(*) FROM silver.editor_sessions`},
+	{"sessions_daily_edits", `SELECT coalesce(sum(edits), 0) FROM gold.editor_sessions_daily`,
+		`SELECT coalesce(sum(edits), 0) FROM silver.editor_sessions`},
+	// Every (day, wiki) of silver has a top editor, and rank 1's edits are
+	// the most any editor made that day on that wiki.
+	{"top_editors_groups", `SELECT count(*) FROM gold.top_editors_daily WHERE rank = 1`,
+		`SELECT count(DISTINCT (CAST(date_trunc('day', event_time) AS DATE), wiki)) FROM silver.edits`},
+	{"top_editors_rank1_edits", `SELECT coalesce(sum(edits), 0) FROM gold.top_editors_daily WHERE rank = 1`,
+		`SELECT coalesce(sum(m), 0) FROM (SELECT max(n) AS m FROM (
+			SELECT CAST(date_trunc('day', event_time) AS DATE) AS day, wiki, "user", count(*) AS n
+			FROM silver.edits GROUP BY ALL) GROUP BY day, wiki)`},
+	// Each hot page's edits equal silver's count for that page in its window.
+	{"hot_pages_edits", `SELECT coalesce(sum(edits), 0) FROM gold.hot_pages`,
+		`SELECT coalesce(sum((SELECT count(*) FROM silver.edits e WHERE e.wiki = h.wiki AND e.title = h.title
+			AND e.event_time > h.window_start AND e.event_time <= h.as_of)), 0) FROM gold.hot_pages h`},
+}
+
+// checkGoldReconciles: the gold marts, as read back from the lake, agree
+// with the silver snapshot they were built from.
+func (m *Marts) checkGoldReconciles(ctx context.Context, d *duck) (Check, error) {
+	c := Check{Name: CheckGoldReconciles, Asset: "gold.*", Expected: 0, Numbers: map[string]int64{}}
+	var bad []string
+	for _, r := range reconciliations {
+		var g, s int64
+		if err := d.db.QueryRowContext(ctx, "SELECT ("+r.gold+")::BIGINT, ("+r.other+")::BIGINT").Scan(&g, &s); err != nil {
+			return Check{}, fmt.Errorf("reconcile %s: %w", r.name, err)
+		}
+		c.Numbers[r.name+"_gold"] = g
+		c.Numbers[r.name+"_silver"] = s
+		if g != s {
+			c.Observed++
+			bad = append(bad, fmt.Sprintf("%s: gold %d, silver %d", r.name, g, s))
+		}
+	}
+	c.Passed = c.Observed == 0
+	if c.Passed {
+		c.Message = fmt.Sprintf("%d reconciliations agree (silver %d edits, %d sessions)", len(reconciliations),
+			c.Numbers["hourly_edits_silver"], c.Numbers["sessions_daily_sessions_silver"])
+	} else {
+		c.Message = strings.Join(bad, "; ")
+	}
+	return c, nil
+}
+
+// checkSilverFresh: the newest committed silver event time is within
+// MaxSilverLag of the newest edit or new-page event time in bronze.
+func (m *Marts) checkSilverFresh(ctx context.Context, d *duck) (Check, error) {
+	c := Check{Name: CheckSilverFresh, Asset: table.SilverEdits, Expected: int64(m.cfg.MaxSilverLag / time.Second)}
+	var bronzeMax, silverMax sql.NullTime
+	var bronzeEdits, silverRows int64
+	err := d.db.QueryRowContext(ctx, `
+		WITH b AS (
+			SELECT CASE WHEN json_valid(value) THEN value::JSON END AS j FROM bronze.recentchange
+		)
+		SELECT
+			(SELECT max(to_timestamp(try_cast(j->>'$.timestamp' AS BIGINT))) FROM b
+			  WHERE j->>'$.type' IN ('edit', 'new') AND coalesce(j->>'$.meta.domain', '') <> 'canary'),
+			(SELECT count(*) FROM b
+			  WHERE j->>'$.type' IN ('edit', 'new') AND coalesce(j->>'$.meta.domain', '') <> 'canary'),
+			(SELECT max(event_time) FROM silver.edits),
+			(SELECT count(*) FROM silver.edits)`).Scan(&bronzeMax, &bronzeEdits, &silverMax, &silverRows)
+	if err != nil {
+		return Check{}, fmt.Errorf("newest event times: %w", err)
+	}
+	c.Numbers = map[string]int64{"bronze_edit_events": bronzeEdits, "silver_rows": silverRows,
+		"max_lag_s": c.Expected}
+	if bronzeMax.Valid {
+		c.Numbers["bronze_newest_unix"] = bronzeMax.Time.Unix()
+	}
+	if silverMax.Valid {
+		c.Numbers["silver_newest_unix"] = silverMax.Time.Unix()
+	}
+	switch {
+	case !bronzeMax.Valid:
+		c.Passed = true
+		c.Message = "bronze holds no edit events yet"
+	case !silverMax.Valid:
+		c.Observed = -1
+		c.Message = fmt.Sprintf("silver is empty while bronze holds %d edit events up to %s", bronzeEdits, bronzeMax.Time.UTC().Format(time.RFC3339))
+	default:
+		lag := bronzeMax.Time.Sub(silverMax.Time)
+		c.Observed = int64(lag / time.Second)
+		c.Numbers["lag_s"] = c.Observed
+		c.Passed = lag <= m.cfg.MaxSilverLag
+		c.Message = fmt.Sprintf("newest silver event %s, newest bronze event %s: lag %s (limit %s)",
+			silverMax.Time.UTC().Format(time.RFC3339), bronzeMax.Time.UTC().Format(time.RFC3339), lag, m.cfg.MaxSilverLag)
+	}
+	return c, nil
+}

@@ -1,0 +1,28 @@
+// Package marts owns the gold layer of the lakehouse and its upkeep: four gold
+// marts built by DuckDB from SQL files embedded in the binary, four asset
+// checks that reconcile the layers, the in-process scheduler that refreshes
+// them and runs table maintenance (compaction, snapshot expiry), and the
+// ad-hoc Query entry point behind `lakehouse query`.
+//
+// Marts are pure functions of committed snapshots: each Refresh plans the
+// live data files of silver (and bronze) once, reads them with DuckDB
+// (read_parquet with a field-id schema map, never union_by_name, no
+// extensions downloaded), rebuilds every mart in an in-memory DuckDB and
+// writes each one back with a full Iceberg overwrite, so any engine can read
+// gold. The checks then read gold back from the lake and compare it with the
+// same pinned silver files, so a check sees what a reader would see.
+//
+// Run history and check results are appended to two Iceberg tables owned by
+// this package, ops.runs and ops.asset_checks (one CommitBatch per Refresh or
+// maintenance run, marker query "marts").
+//
+// What survives a crash: every gold overwrite and every ops commit that
+// returned. A crash in the middle of a Refresh can leave some marts rebuilt
+// and others from the previous refresh; nothing is ever half written (each
+// overwrite is one Iceberg snapshot) and the next Refresh rebuilds all four.
+// Maintenance commits are atomic the same way: a compaction either replaces
+// its files in one snapshot or changes nothing, and the streams' exactly-once
+// markers live in table properties that compaction and expiry carry over.
+// Snapshot expiry never removes a snapshot that Config.Protect reports as not
+// yet consumed by a downstream stream.
+package marts

@@ -1,0 +1,176 @@
+package marts
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"lakehouse/table"
+)
+
+// duckDSN opens an in-memory database that never downloads or autoloads an
+// extension: parquet, json and icu are built in.
+const duckDSN = "?autoinstall_known_extensions=false&autoload_known_extensions=false"
+
+// duck is one in-memory DuckDB database: a Refresh or a Query builds one,
+// attaches the lake's tables as views and throws it away.
+type duck struct {
+	conn *duckdb.Connector
+	db   *sql.DB
+}
+
+func openDuck(ctx context.Context) (*duck, error) {
+	conn, err := duckdb.NewConnector(duckDSN, func(ex driver.ExecerContext) error {
+		// Hours and days of the marts are UTC days, whatever the host zone.
+		_, err := ex.ExecContext(ctx, "SET TimeZone = 'UTC'", nil)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open duckdb: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(1) // one session: settings and temp tables stay put
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		_ = conn.Close()
+		return nil, fmt.Errorf("open duckdb: %w", err)
+	}
+	return &duck{conn: conn, db: db}, nil
+}
+
+func (d *duck) Close() error {
+	err := d.db.Close()
+	if cerr := d.conn.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// quoteIdent quotes a DuckDB identifier.
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// quoteString quotes a DuckDB string literal (standard SQL: ” escapes ').
+func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// qualified quotes "namespace.name" as "namespace"."name".
+func qualified(ident string) string {
+	i := strings.LastIndexByte(ident, '.')
+	if i < 0 {
+		return quoteIdent(ident)
+	}
+	return quoteIdent(ident[:i]) + "." + quoteIdent(ident[i+1:])
+}
+
+// attach makes the files of one Iceberg table visible as a view named by its
+// dotted identifier (DuckDB schema = Iceberg namespace). Columns are mapped
+// by Parquet field id through f.SchemaMap, so renamed or reordered columns
+// read correctly. The file list is part of the view text: DuckDB cannot
+// prepare a CREATE VIEW ("Unexpected prepared parameter"), and a view keeps
+// the scan lazy (bronze can be large). A table without files becomes an
+// empty view with the same columns.
+func (d *duck) attach(ctx context.Context, ident string, f table.Files) error {
+	if i := strings.LastIndexByte(ident, '.'); i > 0 {
+		if _, err := d.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(ident[:i])); err != nil {
+			return fmt.Errorf("attach %s: create schema: %w", ident, err)
+		}
+	}
+	var body string
+	if len(f.Paths) == 0 {
+		cols, err := d.schemaColumns(ctx, f.SchemaMap)
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", ident, err)
+		}
+		sel := make([]string, len(cols))
+		for i, c := range cols {
+			sel[i] = fmt.Sprintf("CAST(NULL AS %s) AS %s", c.typ, quoteIdent(c.name))
+		}
+		body = "SELECT " + strings.Join(sel, ", ") + " WHERE false"
+	} else {
+		paths := make([]string, len(f.Paths))
+		for i, p := range f.Paths {
+			paths[i] = quoteString(p)
+		}
+		body = fmt.Sprintf("SELECT * FROM read_parquet([%s], schema=%s, hive_partitioning=false)",
+			strings.Join(paths, ", "), f.SchemaMap)
+	}
+	if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE VIEW "+qualified(ident)+" AS "+body); err != nil {
+		return fmt.Errorf("attach %s: %w", ident, err)
+	}
+	return nil
+}
+
+type column struct{ name, typ string }
+
+// schemaColumns lists the columns of a read_parquet schema map, in order.
+func (d *duck) schemaColumns(ctx context.Context, schemaMap string) ([]column, error) {
+	rows, err := d.db.QueryContext(ctx, "SELECT v.name, v.type FROM (SELECT unnest(map_values("+schemaMap+")) AS v)")
+	if err != nil {
+		return nil, fmt.Errorf("read schema map: %w", err)
+	}
+	defer rows.Close()
+	var cols []column
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.name, &c.typ); err != nil {
+			return nil, fmt.Errorf("read schema map: %w", err)
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read schema map: %w", err)
+	}
+	return cols, nil
+}
+
+// attachFromLake plans ident's live files and attaches them. It returns the
+// snapshot the files were planned from.
+func (d *duck) attachFromLake(ctx context.Context, lake lakeAPI, ident string) (int64, error) {
+	f, err := lake.DataFiles(ctx, ident)
+	if err != nil {
+		return 0, fmt.Errorf("plan %s: %w", ident, err)
+	}
+	return f.SnapshotID, d.attach(ctx, ident, f)
+}
+
+// attachGold attaches a gold mart, or an empty view with the mart's columns
+// if no Refresh has created it yet.
+func (d *duck) attachGold(ctx context.Context, lake lakeAPI, mt mart) error {
+	f, err := lake.DataFiles(ctx, mt.ident)
+	if isNoTable(err) {
+		f, err = table.Files{SchemaMap: arrowSchemaMap(mt.schema)}, nil
+	}
+	if err != nil {
+		return fmt.Errorf("plan %s: %w", mt.ident, err)
+	}
+	return d.attach(ctx, mt.ident, f)
+}
+
+// arrowSchemaMap renders a schema built by schemaOf as a read_parquet
+// schema map (field ids 1..n).
+func arrowSchemaMap(s *arrow.Schema) string {
+	parts := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		typ := "VARCHAR"
+		switch f.Type.ID() {
+		case arrow.INT32:
+			typ = "INTEGER"
+		case arrow.INT64:
+			typ = "BIGINT"
+		case arrow.FLOAT64:
+			typ = "DOUBLE"
+		case arrow.BOOL:
+			typ = "BOOLEAN"
+		case arrow.DATE32:
+			typ = "DATE"
+		case arrow.TIMESTAMP:
+			typ = "TIMESTAMPTZ"
+		}
+		parts[i] = fmt.Sprintf("%d: {name: %s, type: '%s', default_value: NULL}", i+1, quoteString(f.Name), typ)
+	}
+	return "MAP{" + strings.Join(parts, ", ") + "}"
+}

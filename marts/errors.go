@@ -1,0 +1,19 @@
+package marts
+
+import "errors"
+
+// Errors returned by this package. Match them with errors.Is.
+var (
+	// ErrNoTable: a query named a table or schema that is not in the lake
+	// (the message lists the tables that are).
+	ErrNoTable = errors.New("no such table")
+	// ErrBadSQL: DuckDB rejected the SQL (syntax, binding, types); the
+	// wrapped message is DuckDB's.
+	ErrBadSQL = errors.New("bad SQL")
+	// ErrFormat: Query was asked for an output format other than table,
+	// csv or json.
+	ErrFormat = errors.New("unknown output format")
+	// ErrChecksFailed: Refresh rebuilt the marts but at least one asset
+	// check failed; the Report holds each check's numbers.
+	ErrChecksFailed = errors.New("asset checks failed")
+)

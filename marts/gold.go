@@ -1,0 +1,99 @@
+package marts
+
+import (
+	"embed"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// Identifiers of the gold marts.
+const (
+	WikiActivityHourly  = "gold.wiki_activity_hourly"
+	TopEditorsDaily     = "gold.top_editors_daily"
+	EditorSessionsDaily = "gold.editor_sessions_daily"
+	HotPages            = "gold.hot_pages"
+)
+
+// GoldTables lists the gold marts in build order.
+var GoldTables = []string{WikiActivityHourly, TopEditorsDaily, EditorSessionsDaily, HotPages}
+
+// mart is one gold table: the embedded SQL that builds it and the Arrow
+// schema (with Iceberg field ids) it is written with. The SQL's columns must
+// match the schema's names and order.
+type mart struct {
+	ident  string
+	file   string
+	schema *arrow.Schema
+}
+
+var (
+	tsUTC   = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	str     = arrow.BinaryTypes.String
+	i32     = arrow.PrimitiveTypes.Int32
+	i64     = arrow.PrimitiveTypes.Int64
+	f64     = arrow.PrimitiveTypes.Float64
+	date    = arrow.FixedWidthTypes.Date32
+	boolean = arrow.FixedWidthTypes.Boolean
+)
+
+// col is a field spec for schemaOf; a name ending in "?" is nullable.
+type col struct {
+	name string
+	typ  arrow.DataType
+}
+
+// schemaOf builds an Arrow schema whose fields carry Iceberg field ids 1..n
+// ("PARQUET:field_id"), as iceberg-go writes them.
+func schemaOf(cols ...col) *arrow.Schema {
+	fs := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		name, nullable := c.name, false
+		if n := len(name); n > 0 && name[n-1] == '?' {
+			name, nullable = name[:n-1], true
+		}
+		fs[i] = arrow.Field{Name: name, Type: c.typ, Nullable: nullable,
+			Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(i + 1)})}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+var marts = []mart{
+	{WikiActivityHourly, "sql/wiki_activity_hourly.sql", schemaOf(
+		col{"wiki", str}, col{"hour", tsUTC}, col{"edits", i64}, col{"new_pages", i64},
+		col{"bot_edits", i64}, col{"human_edits", i64}, col{"editors", i64},
+		col{"bytes_added", i64}, col{"bytes_removed", i64})},
+	{TopEditorsDaily, "sql/top_editors_daily.sql", schemaOf(
+		col{"day", date}, col{"wiki", str}, col{"rank", i32}, col{"user", str}, col{"bot", boolean},
+		col{"edits", i64}, col{"bytes_changed", i64})},
+	{EditorSessionsDaily, "sql/editor_sessions_daily.sql", schemaOf(
+		col{"day", date}, col{"sessions", i64}, col{"editors", i64}, col{"edits", i64},
+		col{"median_session_s", f64}, col{"p95_session_s", f64}, col{"edits_per_session", f64},
+		col{"bot_sessions", i64}, col{"human_sessions", i64}, col{"bot_edits", i64}, col{"human_edits", i64})},
+	{HotPages, "sql/hot_pages.sql", schemaOf(
+		col{"time_window", str}, col{"rank", i32}, col{"wiki", str}, col{"title", str},
+		col{"edits", i64}, col{"editors", i64}, col{"last_edit", tsUTC},
+		col{"window_start", tsUTC}, col{"as_of", tsUTC})},
+}
+
+// GoldSchema returns the Arrow schema a gold mart is written with.
+func GoldSchema(ident string) (*arrow.Schema, error) {
+	for _, m := range marts {
+		if m.ident == ident {
+			return m.schema, nil
+		}
+	}
+	return nil, fmt.Errorf("gold schema of %q: %w", ident, ErrNoTable)
+}
+
+func (m mart) sql() (string, error) {
+	b, err := sqlFiles.ReadFile(m.file)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", m.file, err)
+	}
+	return string(b), nil
+}

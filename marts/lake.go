@@ -1,0 +1,53 @@
+package marts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	icecat "github.com/apache/iceberg-go/catalog"
+
+	"lakehouse/table"
+)
+
+// lakeAPI is the part of *table.Lake this package uses.
+type lakeAPI interface {
+	DataFiles(ctx context.Context, ident string) (table.Files, error)
+	Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch) error
+	Compact(ctx context.Context, ident string, targetBytes int64) (table.CompactResult, error)
+	ExpireSnapshots(ctx context.Context, ident string, keepLast int, olderThan time.Duration, protect int64) (int, error)
+	LastCommitted(ctx context.Context, ident, query string) (table.Marker, bool, error)
+	CommitBatch(ctx context.Context, ident string, b table.Batch) (table.Result, error)
+	Catalog() icecat.Catalog
+}
+
+var _ lakeAPI = (*table.Lake)(nil)
+
+// listTables returns every table in the lake as "namespace.name", sorted.
+func listTables(ctx context.Context, lake lakeAPI) ([]string, error) {
+	cat := lake.Catalog()
+	nss, err := cat.ListNamespaces(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list namespaces: %w", err)
+	}
+	var out []string
+	for _, ns := range nss {
+		for id, err := range cat.ListTables(ctx, ns) {
+			if err != nil {
+				return nil, fmt.Errorf("list tables of %s: %w", strings.Join(ns, "."), err)
+			}
+			out = append(out, strings.Join(id, "."))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// isNoTable reports whether err means the table does not exist.
+func isNoTable(err error) bool {
+	return errors.Is(err, table.ErrNoSuchTable)
+}

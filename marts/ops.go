@@ -1,0 +1,104 @@
+package marts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"lakehouse/table"
+)
+
+// Schemas of the ops tables this package owns.
+var (
+	// RunsSchema is ops.runs: one row per job run.
+	RunsSchema = schemaOf(
+		col{"run_id", str}, col{"job", str}, col{"started", tsUTC}, col{"duration_ms", i64},
+		col{"status", str}, col{"error?", str}, col{"detail?", str})
+	// AssetChecksSchema is ops.asset_checks: one row per check per run.
+	AssetChecksSchema = schemaOf(
+		col{"run_id", str}, col{"checked_at", tsUTC}, col{"check_name", str}, col{"asset", str},
+		col{"passed", boolean}, col{"observed", i64}, col{"expected", i64},
+		col{"numbers", str}, col{"message", str})
+)
+
+// recordChecks appends checks to ops.asset_checks.
+func (m *Marts) recordChecks(ctx context.Context, runID string, checks []Check) error {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, AssetChecksSchema)
+	defer b.Release()
+	for _, c := range checks {
+		nums, err := json.Marshal(c.Numbers)
+		if err != nil {
+			return fmt.Errorf("encode numbers of %s: %w", c.Name, err)
+		}
+		b.Field(0).(*array.StringBuilder).Append(runID)
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(c.CheckedAt.UnixMicro()))
+		b.Field(2).(*array.StringBuilder).Append(c.Name)
+		b.Field(3).(*array.StringBuilder).Append(c.Asset)
+		b.Field(4).(*array.BooleanBuilder).Append(c.Passed)
+		b.Field(5).(*array.Int64Builder).Append(c.Observed)
+		b.Field(6).(*array.Int64Builder).Append(c.Expected)
+		b.Field(7).(*array.StringBuilder).Append(string(nums))
+		b.Field(8).(*array.StringBuilder).Append(c.Message)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	return m.appendOps(ctx, OpsAssetChecks, AssetChecksSchema, runID, rec)
+}
+
+// recordRun appends one run to ops.runs.
+func (m *Marts) recordRun(ctx context.Context, r Run) error {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, RunsSchema)
+	defer b.Release()
+	b.Field(0).(*array.StringBuilder).Append(r.ID)
+	b.Field(1).(*array.StringBuilder).Append(r.Job)
+	b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(r.Started.UnixMicro()))
+	b.Field(3).(*array.Int64Builder).Append(r.Duration.Milliseconds())
+	b.Field(4).(*array.StringBuilder).Append(r.Status)
+	if r.Err == "" {
+		b.Field(5).AppendNull()
+	} else {
+		b.Field(5).(*array.StringBuilder).Append(r.Err)
+	}
+	if r.Detail == "" {
+		b.Field(6).AppendNull()
+	} else {
+		b.Field(6).(*array.StringBuilder).Append(r.Detail)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	return m.appendOps(ctx, OpsRuns, RunsSchema, r.ID, rec)
+}
+
+// appendOps appends rec to an ops table of this package as the next batch of
+// marker query "marts", creating the table on first use. Marts is the only
+// writer of these tables, and its jobs are serialised.
+func (m *Marts) appendOps(ctx context.Context, ident string, schema *arrow.Schema, runID string, rec arrow.RecordBatch) error {
+	mk, ok, err := m.lake.LastCommitted(ctx, ident, opsQuery)
+	if isNoTable(err) {
+		if err := m.lake.Overwrite(ctx, ident, schema, nil); err != nil {
+			return fmt.Errorf("create %s: %w", ident, err)
+		}
+		mk, ok, err = m.lake.LastCommitted(ctx, ident, opsQuery)
+	}
+	if err != nil {
+		return fmt.Errorf("record in %s: %w", ident, err)
+	}
+	next := int64(0)
+	if ok {
+		next = mk.Batch + 1
+	}
+	_, err = m.lake.CommitBatch(ctx, ident, table.Batch{
+		Query: opsQuery, ID: next, Offsets: runID,
+		Records: []arrow.RecordBatch{rec},
+		Props:   map[string]string{"run-id": runID, "committed-at": time.Now().UTC().Format(time.RFC3339Nano)},
+	})
+	if err != nil {
+		return fmt.Errorf("record in %s: %w", ident, err)
+	}
+	return nil
+}

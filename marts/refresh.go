@@ -1,0 +1,205 @@
+package marts
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"lakehouse/internal/fault"
+	"lakehouse/table"
+)
+
+// Fault hooks (see internal/fault).
+var (
+	hookAfterGoldWrite = fault.Register("marts.after-gold-write",
+		"one gold mart overwritten, before the next mart and the checks")
+	hookAfterCompact = fault.Register("marts.after-compact",
+		"one table compacted (replace snapshot committed), before the next table")
+	hookAfterExpire = fault.Register("marts.after-expire",
+		"one table's snapshots expired, before the next table")
+)
+
+// Report describes one Refresh.
+type Report struct {
+	RunID    string
+	Started  time.Time
+	Duration time.Duration
+	// Snapshots the marts were built from (0: empty table).
+	SilverSnapshot   int64
+	SessionsSnapshot int64
+	BronzeSnapshot   int64
+	// Rows written per gold mart, by identifier.
+	Rows   map[string]int64
+	Checks []Check
+}
+
+// Passed reports whether every check passed.
+func (r Report) Passed() bool {
+	for _, c := range r.Checks {
+		if !c.Passed {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
+}
+
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "refresh %s: silver snapshot %d, %d marts", r.RunID, r.SilverSnapshot, len(r.Rows))
+	for _, id := range GoldTables {
+		if n, ok := r.Rows[id]; ok {
+			fmt.Fprintf(&b, ", %s %d rows", strings.TrimPrefix(id, "gold."), n)
+		}
+	}
+	pass := 0
+	for _, c := range r.Checks {
+		if c.Passed {
+			pass++
+		}
+	}
+	fmt.Fprintf(&b, "; checks %d/%d passed", pass, len(r.Checks))
+	return b.String()
+}
+
+// Refresh rebuilds the four gold marts from the committed silver snapshots,
+// writes each back with a full overwrite, runs the four asset checks on what
+// was written, and records the checks in ops.asset_checks and the run in
+// ops.runs. It returns an error wrapping ErrChecksFailed (with the full
+// Report) when a check fails, and other errors when a step could not run.
+func (m *Marts) Refresh(ctx context.Context) (Report, error) {
+	var rep Report
+	run, err := m.runJob(ctx, JobRefresh, func(ctx context.Context, runID string) (string, error) {
+		var err error
+		rep, err = m.refresh(ctx, runID)
+		return rep.String(), err
+	})
+	rep.RunID, rep.Started, rep.Duration = run.ID, run.Started, run.Duration
+	return rep, err
+}
+
+func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
+	rep := Report{RunID: runID, Rows: map[string]int64{}}
+	d, err := openDuck(ctx)
+	if err != nil {
+		return rep, err
+	}
+	defer d.Close()
+	if _, err := d.db.ExecContext(ctx, fmt.Sprintf("SET VARIABLE top_n = %d", m.cfg.TopN)); err != nil {
+		return rep, fmt.Errorf("set top_n: %w", err)
+	}
+	// Pin the inputs once: the marts and the checks use the same files.
+	for _, in := range []struct {
+		ident string
+		snap  *int64
+	}{{table.SilverEdits, &rep.SilverSnapshot}, {table.EditorSessions, &rep.SessionsSnapshot}, {table.Bronze, &rep.BronzeSnapshot}} {
+		if *in.snap, err = d.attachFromLake(ctx, m.lake, in.ident); err != nil {
+			return rep, err
+		}
+	}
+	for i, mt := range marts {
+		n, err := m.buildMart(ctx, d, i, mt)
+		if err != nil {
+			return rep, err
+		}
+		rep.Rows[mt.ident] = n
+		fault.Hit(hookAfterGoldWrite)
+	}
+	for _, mt := range marts {
+		if err := d.attachGold(ctx, m.lake, mt); err != nil {
+			return rep, err
+		}
+	}
+	if rep.Checks, err = m.runChecks(ctx, d); err != nil {
+		return rep, err
+	}
+	if err := m.recordChecks(ctx, runID, rep.Checks); err != nil {
+		return rep, err
+	}
+	var failed []string
+	for _, c := range rep.Checks {
+		if !c.Passed {
+			failed = append(failed, c.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return rep, fmt.Errorf("refresh %s: %w: %s", runID, ErrChecksFailed, strings.Join(failed, ", "))
+	}
+	return rep, nil
+}
+
+// buildMart materialises one mart in DuckDB, reads it back into Arrow and
+// overwrites the gold table with it. It returns the number of rows.
+func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart) (int64, error) {
+	q, err := mt.sql()
+	if err != nil {
+		return 0, err
+	}
+	tmp := fmt.Sprintf("main.build_%d", i)
+	if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+tmp+" AS "+q); err != nil {
+		return 0, fmt.Errorf("build %s: %w", mt.ident, err)
+	}
+	rows, err := d.db.QueryContext(ctx, "SELECT * FROM "+tmp)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", mt.ident, err)
+	}
+	recs, err := rowsToRecords(rows, mt.schema)
+	rows.Close()
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", mt.ident, err)
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	var n int64
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	if err := m.lake.Overwrite(ctx, mt.ident, mt.schema, recs); err != nil {
+		return 0, fmt.Errorf("write %s: %w", mt.ident, err)
+	}
+	return n, nil
+}
+
+// Check runs the four asset checks against the lake as it is now (gold as
+// last written, silver and bronze as committed), records them in
+// ops.asset_checks and returns them. Unlike Refresh it does not rebuild gold.
+func (m *Marts) Check(ctx context.Context) ([]Check, error) {
+	var checks []Check
+	_, err := m.runJob(ctx, JobCheck, func(ctx context.Context, runID string) (string, error) {
+		d, err := openDuck(ctx)
+		if err != nil {
+			return "", err
+		}
+		defer d.Close()
+		for _, id := range []string{table.SilverEdits, table.EditorSessions, table.Bronze} {
+			if _, err := d.attachFromLake(ctx, m.lake, id); err != nil {
+				return "", err
+			}
+		}
+		for _, mt := range marts {
+			if err := d.attachGold(ctx, m.lake, mt); err != nil {
+				return "", err
+			}
+		}
+		if checks, err = m.runChecks(ctx, d); err != nil {
+			return "", err
+		}
+		if err := m.recordChecks(ctx, runID, checks); err != nil {
+			return "", err
+		}
+		var failed []string
+		for _, c := range checks {
+			if !c.Passed {
+				failed = append(failed, c.Name)
+			}
+		}
+		if len(failed) > 0 {
+			return "", fmt.Errorf("check %s: %w: %s", runID, ErrChecksFailed, strings.Join(failed, ", "))
+		}
+		return fmt.Sprintf("%d checks passed", len(checks)), nil
+	})
+	return checks, err
+}
