@@ -59,6 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	armFaultsFromEnv()
+	applyMemoryLimit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := c.run(ctx, args, stdout, stderr); err != nil {
@@ -66,6 +67,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		if errors.Is(err, errUsage) {
+			if err != errUsage { // a usage error with a message of its own
+				fmt.Fprintf(stderr, "lakehouse %s: %v\n", name, err)
+			}
 			return 2
 		}
 		fmt.Fprintf(stderr, "lakehouse %s: %v\n", name, err)

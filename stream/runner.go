@@ -410,6 +410,13 @@ func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error 
 	}
 	fault.Hit(hookAfterCommitEntry)
 	if keep := b.ID - int64(q.cfg.RetainBatches) + 1; keep > 0 && b.ID%10 == 0 {
+		// Never purge a commit entry whose progress row is not yet in
+		// ops.stream_progress: after a crash it is re-sent from the log.
+		q.mu.Lock()
+		if len(q.unflushed) > 0 && q.unflushed[0].Batch < keep {
+			keep = q.unflushed[0].Batch
+		}
+		q.mu.Unlock()
 		if err := q.cp.Purge(keep); err != nil {
 			q.cfg.Logger.Warn("stream checkpoint purge failed", "query", b.Query, "err", err)
 		}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/ingest"
+	"lakehouse/marts"
+	"lakehouse/stream"
+	"lakehouse/table"
+	"lakehouse/verify"
+)
+
+// pipelineFlags are the settings of the running appliance (run, demo).
+type pipelineFlags struct {
+	common
+	warehouse      string
+	source         string
+	since          string
+	userAgent      string
+	partitions     int
+	trigger        time.Duration
+	maxOffsets     int64
+	checkpointLoss string
+	watermark      time.Duration
+	sessionGap     time.Duration
+	refresh        time.Duration
+	httpAddr       string
+	logFormat      string
+	noIngest       bool
+}
+
+func (f *pipelineFlags) register(fs *flag.FlagSet) {
+	f.common.register(fs)
+	fs.StringVar(&f.warehouse, "warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage: file:///path or s3://bucket/prefix (default <data>/warehouse; env LAKEHOUSE_WAREHOUSE; S3 settings from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	fs.StringVar(&f.source, "source", ingest.DefaultURL, "SSE stream URL (Wikimedia EventStreams or a replay server)")
+	fs.StringVar(&f.since, "since", "", "on a first start only: replay history from this RFC 3339 time")
+	fs.StringVar(&f.userAgent, "user-agent", ingest.DefaultUserAgent, "User-Agent sent to the stream (Wikimedia asks for a descriptive one)")
+	fs.IntVar(&f.partitions, "partitions", ingest.DefaultPartitions, "partitions of the recentchange topic (fixed when the topic is created)")
+	fs.DurationVar(&f.trigger, "trigger", stream.DefaultTrigger, "processing-time trigger of the streaming queries")
+	fs.Int64Var(&f.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "cap on broker offsets one bronze batch covers")
+	fs.StringVar(&f.checkpointLoss, "checkpoint-loss", "rebuild", "when a query's checkpoint is lost: rebuild (position from the table's marker, no duplicates) or fresh (Spark's behaviour: new query id, re-read everything, DUPLICATES)")
+	fs.DurationVar(&f.watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
+	fs.DurationVar(&f.sessionGap, "session-gap", 30*time.Minute, "inactivity gap that ends an editor session")
+	fs.DurationVar(&f.refresh, "refresh", 5*time.Minute, "gold marts and asset checks refresh interval (0 disables marts)")
+	fs.StringVar(&f.httpAddr, "http", "", "serve status on this address, e.g. 127.0.0.1:8080 (empty: off)")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&f.noIngest, "no-ingest", false, "run the streams and marts only (no SSE client)")
+}
+
+func (f *pipelineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	switch f.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+}
+
+func (f *pipelineFlags) streamConfig(name string, log *slog.Logger) (stream.Config, error) {
+	cfg := stream.Config{
+		Name:                 name,
+		Trigger:              f.trigger,
+		MaxOffsetsPerTrigger: f.maxOffsets,
+		DataDir:              f.data,
+		Logger:               log,
+	}
+	switch f.checkpointLoss {
+	case "rebuild":
+		cfg.OnCheckpointLoss = stream.RebuildFromTable
+	case "fresh":
+		cfg.OnCheckpointLoss = stream.StartFresh
+	default:
+		return cfg, fmt.Errorf("--checkpoint-loss %q: want rebuild or fresh", f.checkpointLoss)
+	}
+	return cfg, nil
+}
+
+// tableConfig builds the lake configuration; S3 settings come from the
+// standard AWS environment variables.
+func (c *common) tableConfig(warehouse string) table.Config {
+	return table.Config{
+		Dir:       c.data,
+		Warehouse: warehouse,
+		S3: table.S3Config{
+			Endpoint:        os.Getenv("AWS_ENDPOINT_URL"),
+			Region:          os.Getenv("AWS_REGION"),
+			AccessKeyID:     os.Getenv("AWS_ACCESS_KEY_ID"),
+			SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		},
+	}
+}
+
+// pipeline is the running appliance: broker, lake and the goroutines that
+// move data between them.
+type pipeline struct {
+	flags pipelineFlags
+	log   *slog.Logger
+	db    *broker.DB
+	lake  *table.Lake
+
+	mu      sync.Mutex
+	queries map[string]*stream.Query
+	ingest  *ingest.Ingester
+	marts   *marts.Marts
+}
+
+func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipeline, error) {
+	db, err := f.openBroker()
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range []struct {
+		name string
+		n    int
+	}{{ingest.DefaultTopic, f.partitions}, {ingest.DefaultDLQTopic, 1}} {
+		if err := db.CreateTopic(ctx, t.name, t.n); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("create topic: %w", err)
+		}
+	}
+	lake, err := table.Open(ctx, f.tableConfig(f.warehouse))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open lake: %w", err)
+	}
+	if err := lake.EnsureTables(ctx); err != nil {
+		lake.Close()
+		db.Close()
+		return nil, fmt.Errorf("create tables: %w", err)
+	}
+	return &pipeline{flags: f, log: log, db: db, lake: lake, queries: map[string]*stream.Query{}}, nil
+}
+
+func (p *pipeline) Close() error {
+	return errors.Join(p.lake.Close(), p.db.Close())
+}
+
+// run starts every component and waits until ctx is done or one of them
+// fails; then it stops the others and returns the first error.
+func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	start := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				p.log.Error("component failed; stopping the appliance", "component", name, "err", err)
+				cancel(fmt.Errorf("%s: %w", name, err))
+			}
+		}()
+	}
+	if p.flags.httpAddr != "" {
+		ln, err := net.Listen("tcp", p.flags.httpAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", p.flags.httpAddr, err)
+		}
+		srv := &http.Server{Handler: p.handler(), ReadHeaderTimeout: 5 * time.Second}
+		fmt.Fprintf(stderr, "%shttp://%s\n", verify.StatusLinePrefix, ln.Addr())
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+	}
+	if !p.flags.noIngest {
+		icfg := ingest.Config{URL: p.flags.source, UserAgent: p.flags.userAgent, Partitions: p.flags.partitions, Logger: p.log}
+		if p.flags.since != "" {
+			t, err := time.Parse(time.RFC3339, p.flags.since)
+			if err != nil {
+				return fmt.Errorf("--since %q: want RFC 3339: %w", p.flags.since, err)
+			}
+			icfg.Since = t
+		}
+		ing, err := ingest.New(p.db, icfg)
+		if err != nil {
+			return err
+		}
+		p.ingest = ing
+		start("ingest", ing.Run)
+	}
+	bcfg, err := p.flags.streamConfig(stream.BronzeQuery, p.log)
+	if err != nil {
+		return err
+	}
+	bronze, err := stream.NewBronze(p.db, p.lake, bcfg)
+	if err != nil {
+		return err
+	}
+	p.addQuery(stream.BronzeQuery, bronze)
+	start("bronze", bronze.Run)
+	if err := p.startDownstream(ctx, start); err != nil {
+		cancel(err)
+	}
+	<-ctx.Done()
+	wg.Wait()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
+}
+
+func (p *pipeline) addQuery(name string, q *stream.Query) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queries[name] = q
+}
+
+// status is the appliance's view of itself for GET /status.
+func (p *pipeline) status(ctx context.Context) verify.Status {
+	st := verify.Status{Topics: map[string]int64{}, Queries: map[string]verify.QueryStatus{}}
+	if topics, err := p.db.Topics(ctx); err == nil {
+		for _, t := range topics {
+			st.Topics[t.Name] = t.Messages()
+		}
+	}
+	p.mu.Lock()
+	qs := make(map[string]*stream.Query, len(p.queries))
+	for n, q := range p.queries {
+		qs[n] = q
+	}
+	p.mu.Unlock()
+	for name, q := range qs {
+		last, _ := q.Last()
+		s := verify.QueryStatus{Batch: -1, QueryID: q.QueryID()}
+		if lag, batch, err := q.CurrentLag(ctx); err != nil {
+			s.Error = err.Error()
+		} else {
+			s.Lag, s.Batch = lag, batch
+		}
+		_ = last
+		st.Queries[name] = s
+	}
+	return st
+}
+
+func (p *pipeline) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+verify.StatusPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(p.status(r.Context()))
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"lakehouse/marts"
+	"lakehouse/stream"
+	"lakehouse/stream/lakeio"
+	"lakehouse/stream/sessions"
+	"lakehouse/stream/silver"
+	"lakehouse/table"
+)
+
+// startDownstream starts the queries and services that read what bronze
+// commits: silver (parse, dedup within the watermark), sessions, and the
+// marts scheduler (gold marts, asset checks, maintenance).
+func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(context.Context) error)) error {
+	scfg, err := p.flags.streamConfig(silver.QueryName, p.log)
+	if err != nil {
+		return err
+	}
+	sq, _, err := silver.NewQuery(p.lake, scfg, silver.Config{WatermarkDelay: p.flags.watermark, Logger: p.log})
+	if err != nil {
+		return err
+	}
+	p.addQuery(silver.QueryName, sq)
+	start(silver.QueryName, sq.Run)
+
+	ecfg, err := p.flags.streamConfig(sessions.QueryName, p.log)
+	if err != nil {
+		return err
+	}
+	eq, _, err := sessions.NewQuery(p.lake, ecfg, sessions.Config{SessionGap: p.flags.sessionGap, WatermarkDelay: p.flags.watermark})
+	if err != nil {
+		return err
+	}
+	p.addQuery(sessions.QueryName, eq)
+	start(sessions.QueryName, eq.Run)
+
+	p.marts = marts.New(p.lake, p.db, marts.Config{
+		RefreshEvery: p.flags.refresh,
+		Protect:      p.protect,
+		Logger:       p.log,
+	})
+	if p.flags.refresh > 0 {
+		start("marts", p.marts.Run)
+	}
+	return nil
+}
+
+// errNotConsumed: a downstream query has not consumed any snapshot of the
+// table yet, so no snapshot of it may be expired.
+var errNotConsumed = errors.New("downstream query has consumed nothing yet")
+
+// protect returns the snapshot of ident that the query reading it will
+// start its next batch from (the end of its last committed batch, taken
+// from the downstream table's marker, which survives checkpoint loss).
+// Expiry keeps it and everything newer.
+func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
+	var reader, query string
+	switch ident {
+	case table.Bronze:
+		reader, query = table.SilverEdits, silver.QueryName
+	case table.SilverEdits:
+		reader, query = table.EditorSessions, sessions.QueryName
+	default:
+		return 0, nil
+	}
+	m, ok, err := p.lake.LastCommitted(ctx, reader, query)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("protect %s: %s: %w", ident, query, errNotConsumed)
+	}
+	off, err := lakeio.ParseSnapshotOffset(stream.Offset(m.Offsets))
+	if err != nil {
+		return 0, err
+	}
+	if off.Snapshot == 0 {
+		return 0, fmt.Errorf("protect %s: %s: %w", ident, query, errNotConsumed)
+	}
+	return off.Snapshot, nil
+}
+
+// demoSummary refreshes the gold marts once and prints what they hold.
+func (p *pipeline) demoSummary(ctx context.Context, w io.Writer) error {
+	rep, err := p.marts.Refresh(ctx)
+	if err != nil && !errors.Is(err, marts.ErrChecksFailed) {
+		return err
+	}
+	for _, c := range rep.Checks {
+		fmt.Fprintf(w, "demo: asset check %s\n", c)
+	}
+	return p.marts.Summary(ctx, w)
+}

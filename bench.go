@@ -1,0 +1,360 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"lakehouse/internal/humanize"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"lakehouse/broker"
+	"lakehouse/ingest"
+	"lakehouse/stream"
+	"lakehouse/table"
+)
+
+// benchPhase is one fixed-rate run of the whole appliance.
+type benchPhase struct {
+	Rate     float64       `json:"rate"`
+	Trigger  time.Duration `json:"trigger_ns"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+func (p benchPhase) name() string {
+	return fmt.Sprintf("%s ev/s, trigger %s", humanize.Count(int64(p.Rate)), p.Trigger)
+}
+
+// phaseResult is what one phase measured. Every figure comes from the
+// broker, the tables on disk or the kernel (rusage, /proc), not from the
+// pipeline's own counters.
+type phaseResult struct {
+	Phase           benchPhase `json:"phase"`
+	Published       int64      `json:"published"`        // events the replay sent
+	PublishSeconds  float64    `json:"publish_seconds"`  // first to last send
+	AchievedRate    float64    `json:"achieved_rate"`    // published / publish seconds
+	Expected        int64      `json:"expected_silver"`  // unique edit/new events published
+	FoundSilver     int64      `json:"found_silver"`     // rows in silver.edits
+	DistinctSilver  int64      `json:"distinct_silver"`  // distinct event ids in silver
+	FreshP50        float64    `json:"fresh_p50_s"`      // publish -> silver commit, seconds
+	FreshP95        float64    `json:"fresh_p95_s"`      //
+	FreshP99        float64    `json:"fresh_p99_s"`      //
+	FreshMax        float64    `json:"fresh_max_s"`      //
+	CatchUpSeconds  float64    `json:"catch_up_seconds"` // after the last send until silver held everything
+	BronzeCommits   int64      `json:"bronze_commits"`
+	SilverCommits   int64      `json:"silver_commits"`
+	DataFiles       int64      `json:"data_files"` // added to bronze, silver and sessions
+	CPUSeconds      float64    `json:"cpu_seconds"`
+	PeakRSSMiB      float64    `json:"peak_rss_mib"`
+	KeptUp          bool       `json:"kept_up"`
+	Error           string     `json:"error,omitempty"`
+	freshnessSample []float64
+}
+
+// benchRecording is the recording every phase loops over.
+var benchRecording = func() ingest.Recording { return ingest.Generate(42, 2000) }
+
+// runPhase runs the appliance on a fresh data directory while a replay
+// server publishes at the phase's rate, waits until silver holds every
+// event, and measures.
+func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Writer) (res phaseResult) {
+	res.Phase = ph
+	dir, err := os.MkdirTemp(base, "phase-")
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer os.RemoveAll(dir)
+
+	rec := benchRecording()
+	total := int64(ph.Rate * ph.Duration.Seconds())
+	loops := int((total + int64(rec.Len()) - 1) / int64(rec.Len()))
+	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 42, Rate: ph.Rate, Restamp: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	replay.Loops(rec, loops)
+	url, err := replay.Start("127.0.0.1:0")
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer replay.Close()
+	counts := replay.Counts()
+	res.Published = counts.OnTime
+	res.Expected = counts.OnTimeEditNew
+
+	f := pipelineFlags{common: common{data: dir}, source: url, userAgent: ingest.DefaultUserAgent,
+		partitions: ingest.DefaultPartitions, trigger: ph.Trigger, maxOffsets: stream.DefaultMaxOffsetsPerTrigger,
+		checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	resetPeakRSS()
+	cpu0 := cpuTime()
+	p, err := openPipeline(ctx, f, log)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer p.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- p.run(runCtx, io.Discard) }()
+
+	var firstSend, lastSend time.Time
+	deadline := time.Now().Add(ph.Duration + 2*time.Minute)
+	for {
+		time.Sleep(100 * time.Millisecond)
+		now := time.Now()
+		c := replay.Counts()
+		if c.Sent > 0 && firstSend.IsZero() {
+			firstSend = now
+		}
+		if c.Sent < counts.Events {
+			lastSend = now
+		}
+		st := p.status(ctx)
+		done := st.Topics[ingest.DefaultTopic] >= total && c.Sent >= counts.Events
+		for _, q := range []string{stream.BronzeQuery, "silver"} {
+			if s, ok := st.Queries[q]; !ok || s.Lag != 0 || s.Error != "" {
+				done = false
+			}
+		}
+		if done {
+			res.CatchUpSeconds = now.Sub(lastSend).Seconds()
+			break
+		}
+		if now.After(deadline) {
+			res.Error = "silver did not catch up within the phase plus 2 minutes"
+			break
+		}
+		select {
+		case err := <-errc:
+			res.Error = fmt.Sprintf("pipeline stopped: %v", err)
+			stop()
+			return res
+		default:
+		}
+	}
+	stop()
+	<-errc
+	res.CPUSeconds = cpuTime() - cpu0
+	res.PeakRSSMiB = peakRSSMiB()
+	res.PublishSeconds = lastSend.Sub(firstSend).Seconds()
+	if res.PublishSeconds > 0 {
+		res.AchievedRate = float64(counts.Events) / res.PublishSeconds
+	}
+	if err := res.measureTables(ctx, p.lake); err != nil && res.Error == "" {
+		res.Error = err.Error()
+	}
+	res.KeptUp = res.Error == "" && res.FoundSilver == res.Expected && res.DistinctSilver == res.Expected &&
+		res.CatchUpSeconds < 3*ph.Trigger.Seconds()+5
+	fmt.Fprintf(progress, "bench: %-28s sent %s at %s ev/s, silver %s/%s, freshness p50 %.2fs p95 %.2fs p99 %.2fs, cpu %.1fs, peak %.0f MiB\n",
+		ph.name(), humanize.Count(res.Published), humanize.Count(int64(res.AchievedRate)), humanize.Count(res.FoundSilver), humanize.Count(res.Expected),
+		res.FreshP50, res.FreshP95, res.FreshP99, res.CPUSeconds, res.PeakRSSMiB)
+	return res
+}
+
+// measureTables reads silver's snapshots: freshness is each row's commit
+// time (its snapshot's timestamp) minus its intake time (stamped by the
+// replay server when it sent the event).
+func (r *phaseResult) measureTables(ctx context.Context, lake *table.Lake) error {
+	snaps, err := lake.AppendsAfter(ctx, table.SilverEdits, 0)
+	if err != nil {
+		return err
+	}
+	ids := map[string]struct{}{}
+	var fresh []float64
+	for _, s := range snaps {
+		r.SilverCommits++
+		r.DataFiles += summaryInt(s.Summary, "added-data-files")
+		recs, err := lake.ReadAppended(ctx, table.SilverEdits, s.ID)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			idc := colByName(rec, "event_id").(*array.String)
+			inc := colByName(rec, "intake_time").(*array.Timestamp)
+			unit := rec.Schema().Field(rec.Schema().FieldIndices("intake_time")[0]).Type.(*arrow.TimestampType).Unit
+			for i := 0; i < int(rec.NumRows()); i++ {
+				r.FoundSilver++
+				ids[idc.Value(i)] = struct{}{}
+				intake := inc.Value(i).ToTime(unit)
+				fresh = append(fresh, float64(s.TimestampMs-intake.UnixMilli())/1000)
+			}
+			rec.Release()
+		}
+	}
+	r.DistinctSilver = int64(len(ids))
+	for _, ident := range []string{table.Bronze, table.EditorSessions} {
+		snaps, err := lake.AppendsAfter(ctx, ident, 0)
+		if err != nil {
+			return err
+		}
+		for _, s := range snaps {
+			if ident == table.Bronze {
+				r.BronzeCommits++
+			}
+			r.DataFiles += summaryInt(s.Summary, "added-data-files")
+		}
+	}
+	sort.Float64s(fresh)
+	r.freshnessSample = fresh
+	r.FreshP50, r.FreshP95, r.FreshP99 = quantile(fresh, 0.50), quantile(fresh, 0.95), quantile(fresh, 0.99)
+	if len(fresh) > 0 {
+		r.FreshMax = fresh[len(fresh)-1]
+	}
+	return nil
+}
+
+func colByName(rec arrow.RecordBatch, name string) arrow.Array {
+	return rec.Column(rec.Schema().FieldIndices(name)[0])
+}
+
+func summaryInt(m map[string]string, key string) int64 {
+	n, _ := strconv.ParseInt(m[key], 10, 64)
+	return n
+}
+
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// producerCeiling measures how many events/s ingest sustains from a
+// flat-out loopback replay into the durable broker, validation on.
+func producerCeiling(ctx context.Context, base string, n int) (float64, error) {
+	dir, err := os.MkdirTemp(base, "producer-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	rec := benchRecording()
+	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 42, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	replay.Loops(rec, (n+rec.Len()-1)/rec.Len())
+	url, err := replay.Start("127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer replay.Close()
+	want := replay.Counts().OnTime
+	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	ing, err := ingest.New(db, ingest.Config{URL: url, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return 0, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	start := time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- ing.Run(runCtx) }()
+	for {
+		offs, err := db.Offsets(ctx, ingest.DefaultTopic)
+		if err == nil {
+			var got int64
+			for _, o := range offs {
+				got += o.End
+			}
+			if got >= want {
+				el := time.Since(start)
+				stop()
+				<-errc
+				return float64(got) / el.Seconds(), nil
+			}
+		}
+		select {
+		case err := <-errc:
+			return 0, fmt.Errorf("ingest stopped: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// bronzeDrain measures how fast bronze lands a backlog of n recorded events
+// already in the broker: records/s and MB/s.
+func bronzeDrain(ctx context.Context, base string, n int) (rate, mbps float64, err error) {
+	dir, err := os.MkdirTemp(base, "drain-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	if err := db.CreateTopic(ctx, ingest.DefaultTopic, ingest.DefaultPartitions); err != nil {
+		return 0, 0, err
+	}
+	rec := benchRecording()
+	var bytes int64
+	now := time.Now()
+	for off := 0; off < n; {
+		batch := make([]broker.Record, 0, 5000)
+		for ; off < n && len(batch) < 5000; off++ {
+			v := rec.Events[off%rec.Len()]
+			bytes += int64(len(v))
+			batch = append(batch, broker.Record{Topic: ingest.DefaultTopic, Partition: off % ingest.DefaultPartitions, Value: v, Timestamp: now})
+		}
+		if _, err := db.Append(ctx, broker.Batch{Records: batch}); err != nil {
+			return 0, 0, err
+		}
+	}
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer lake.Close()
+	if err := lake.EnsureTables(ctx); err != nil {
+		return 0, 0, err
+	}
+	q, err := stream.NewBronze(db, lake, stream.Config{DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	if err := q.Drain(ctx); err != nil {
+		return 0, 0, err
+	}
+	el := time.Since(start).Seconds()
+	return float64(n) / el, float64(bytes) / el / 1e6, nil
+}
+
+func cpuTime() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// resetPeakRSS resets the kernel's high-water mark of resident memory
+// (VmHWM) so each phase reports its own peak.
+func resetPeakRSS() {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+func peakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return math.NaN()
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return math.NaN()
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"lakehouse/table"
+	"lakehouse/verify"
+)
+
+func init() {
+	register(&command{name: "verify", summary: "check every layer against the broker (exit 1 on any failed check)", run: runVerify})
+}
+
+func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify", stderr)
+	var c common
+	c.register(fs)
+	warehouse := fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)")
+	countsOnly := fs.Bool("counts-only", false, "print the observed counts as one JSON line")
+	exp := verify.NoExpectations()
+	fs.Int64Var(&exp.Messages, "expect-messages", -1, "messages the recentchange topic must hold (-1: unchecked)")
+	fs.Int64Var(&exp.Silver, "expect-silver", -1, "rows silver.edits must hold, all distinct (-1: unchecked)")
+	fs.Int64Var(&exp.DLQ, "expect-dlq", -1, "messages the dead-letter topic must hold (-1: unchecked)")
+	lateFile := fs.String("late-ids", "", "file of event ids (one per line) that were published late and must not be in silver")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *lateFile != "" {
+		ids, err := readLines(*lateFile)
+		if err != nil {
+			return err
+		}
+		exp.LateIDs = ids
+	}
+	db, err := c.openBrokerExisting()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	lake, err := table.Open(ctx, c.tableConfig(*warehouse))
+	if err != nil {
+		return err
+	}
+	defer lake.Close()
+	r, err := verify.Run(ctx, db, lake, exp)
+	if err != nil && !errors.Is(err, verify.ErrFailed) {
+		return err
+	}
+	if *countsOnly {
+		fmt.Fprintln(stdout, r.CountsJSON())
+	} else {
+		for _, ch := range r.Checks {
+			mark := "ok  "
+			if !ch.OK {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(stdout, "%s %-20s %s\n", mark, ch.Name, ch.Detail)
+		}
+	}
+	return err
+}
+
+func readLines(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if s := strings.TrimSpace(sc.Text()); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, sc.Err()
+}

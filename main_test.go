@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lakehouse/verify"
+)
+
+// long runs the full prove scenario and the per-hook variants.
+var long = flag.Bool("long", os.Getenv("LAKEHOUSE_LONG") != "", "run the full prove scenario and every fault hook (slow)")
+
+// envChild makes the test binary act as the lakehouse command, so tests can
+// run the real appliance as a child process and SIGKILL it.
+const envChild = "LAKEHOUSE_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// selfCommand runs this test binary as `lakehouse <args>`.
+func selfCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envChild+"=1")
+	return cmd
+}
+
+func proveConfig(t *testing.T) verify.ProveConfig {
+	return verify.ProveConfig{
+		DataDir: filepath.Join(t.TempDir(), "lake"),
+		Launch: func(args []string) *exec.Cmd {
+			return selfCommand(append([]string{"run"}, args...)...)
+		},
+		Out: testWriter{t},
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestProve is the kill test on every push: the real appliance (this
+// binary, `run`) fed over real SSE, SIGKILLed three times mid-backlog,
+// restarted, drained and verified against the broker. Same code path as
+// `lakehouse prove`, fewer loops and a faster trigger.
+func TestProve(t *testing.T) {
+	cfg := proveConfig(t)
+	cfg.Kills = 3
+	cfg.Loops = 10
+	cfg.Trigger = 300 * time.Millisecond
+	if *long {
+		cfg.Loops = verify.DefaultLoops
+		cfg.Trigger = verify.DefaultProveTrigger
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := verify.Prove(ctx, cfg)
+	if err != nil {
+		t.Fatalf("prove (seed %d): %v", res.Seed, err)
+	}
+	t.Log(res.Summary())
+}
+
+// TestProveInconclusive: a kill before any bronze commit, or after the whole
+// backlog is committed, proves nothing and must be reported as such.
+func TestProveInconclusive(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		frac    float64
+		trigger time.Duration
+	}{
+		{"before any commit", 0, time.Minute}, // the first batch waits a full trigger
+		{"after the last commit", 1, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := proveConfig(t)
+			cfg.Loops = 2
+			cfg.Sample = 200
+			cfg.Trigger = tc.trigger
+			cfg.KillFractions = []float64{tc.frac}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			_, err := verify.Prove(ctx, cfg)
+			if !errors.Is(err, verify.ErrInconclusive) {
+				t.Fatalf("prove with a kill %s: got %v, want ErrInconclusive", tc.name, err)
+			}
+		})
+	}
+}
+
+// TestProveAtHooks kills the appliance at each fault hook of the batch
+// protocol (long mode only; the default run covers random kills).
+func TestProveAtHooks(t *testing.T) {
+	if !*long {
+		t.Skip("per-hook prove runs only with -long or LAKEHOUSE_LONG=1")
+	}
+	for _, hook := range []string{"stream.after-offset-entry", "table.after-data-files", "table.after-commit",
+		"stream.after-state-save", "broker.after-commit", "ingest.before-append"} {
+		t.Run(hook, func(t *testing.T) {
+			cfg := proveConfig(t)
+			cfg.Loops = 10
+			cfg.Kills = 2
+			cfg.Trigger = 300 * time.Millisecond
+			cfg.CrashAt = hook
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			res, err := verify.Prove(ctx, cfg)
+			if err != nil {
+				t.Fatalf("prove at %s (seed %d): %v", hook, res.Seed, err)
+			}
+			t.Log(res.Summary())
+		})
+	}
+}
+
+// TestDemo runs the README's first command, smaller: the whole pipeline on
+// a loopback replay, a marts refresh and the summary, then checks the lake
+// with the verifier.
+func TestDemo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	var out strings.Builder
+	code := run([]string{"demo", "--data", dir, "--events", "600", "--loops", "2", "--rate", "0"}, &out, &out)
+	if code != 0 {
+		t.Fatalf("demo exited %d:\n%s", code, out.String())
+	}
+	for _, want := range []string{"asset check PASS silver_unique_event_ids", "asset check PASS bronze_offsets_match_broker",
+		"asset check PASS gold_reconciles_silver", "gold marts:", "the lake is in"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// The lake the demo left passes the verifier; a second demo resets it.
+	var vout strings.Builder
+	if code := run([]string{"verify", "--data", dir}, &vout, &vout); code != 0 {
+		t.Fatalf("verify after demo exited %d:\n%s", code, vout.String())
+	}
+	out.Reset()
+	if code := run([]string{"demo", "--data", dir, "--events", "100", "--loops", "1", "--rate", "0"}, &out, &out); code != 0 {
+		t.Fatalf("second demo on the same directory exited %d:\n%s", code, out.String())
+	}
+}
+
+// TestDemoRefusesForeignDirectory: the demo resets only directories it made.
+func TestDemoRefusesForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "precious.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if code := run([]string{"demo", "--data", dir}, &out, &out); code == 0 || !strings.Contains(out.String(), "not made by the demo") {
+		t.Fatalf("demo on a foreign directory: exit %d, output %q; want a refusal", code, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "precious.txt")); err != nil {
+		t.Fatalf("demo touched a foreign directory: %v", err)
+	}
+}
+
+// TestBenchSmoke is the CI variant of `lakehouse bench`: two short phases of
+// the whole appliance; it fails if any published event is missing from
+// silver (correctness, not speed).
+func TestBenchSmoke(t *testing.T) {
+	var out strings.Builder
+	if code := run([]string{"bench", "--smoke"}, &out, &out); code != 0 {
+		t.Fatalf("bench --smoke exited %d:\n%s", code, out.String())
+	}
+	t.Log(out.String())
+}
+
+// TestCLIErrors: bad input gets a clear error and a non-zero exit.
+func TestCLIErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"nope"}, 2, `unknown command "nope"`},
+		{[]string{"topics", "--data", filepath.Join(dir, "none")}, 1, "no broker at"},
+		{[]string{"verify", "--data", filepath.Join(dir, "none")}, 1, "no broker at"},
+		{[]string{"query", "--data", filepath.Join(dir, "none"), "select 1"}, 1, "no lake at"},
+		{[]string{"query"}, 2, "Usage: lakehouse query"},
+		{[]string{"prove", "--crash-at", "no.such.hook"}, 2, "not a fault hook"},
+		{[]string{"run", "--checkpoint-loss", "maybe", "--data", filepath.Join(dir, "x"), "--no-ingest"}, 1, "want rebuild or fresh"},
+	} {
+		var out strings.Builder
+		code := run(tc.args, &out, &out)
+		if code != tc.code || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("lakehouse %v: exit %d, output %q; want exit %d and %q", tc.args, code, out.String(), tc.code, tc.want)
+		}
+	}
+}

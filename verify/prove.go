@@ -1,0 +1,425 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"lakehouse/internal/humanize"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/ingest"
+	"lakehouse/table"
+)
+
+// Defaults of the prove scenario (issue: "Prove it").
+const (
+	DefaultKills          = 3
+	DefaultLoops          = 50
+	DefaultSample         = 400
+	DefaultViolations     = 25
+	DefaultLate           = 100
+	DefaultLateAge        = 30 * time.Minute
+	DefaultProveTrigger   = 2 * time.Second
+	DefaultProveMaxOffset = 500
+	DefaultDrainTimeout   = 5 * time.Minute
+)
+
+// ErrInconclusive means a kill landed where it proves nothing (before any
+// bronze commit, or after the whole backlog was committed), or a fault hook
+// did not fire: the run is neither a pass nor a fail of the claim.
+var ErrInconclusive = errors.New("prove: inconclusive")
+
+// ProveConfig configures Prove. Zero fields take the Default* values.
+type ProveConfig struct {
+	Kills      int
+	Seed       int64
+	Loops      int // loops of the recording, each with fresh meta.ids
+	Sample     int // events in the recording
+	Violations int
+	Late       int
+	LateAge    time.Duration
+	// CrashAt names a fault hook: the first kill is made by the hook (in
+	// the child, at a random hit) instead of a SIGKILL from outside.
+	CrashAt string
+	// KillFractions, when set, fixes the kill points (fraction of the
+	// backlog committed to bronze; 0 kills as soon as the appliance answers)
+	// instead of random ones. Tests use it to force inconclusive runs.
+	KillFractions []float64
+	// CheckpointLoss deletes the bronze checkpoint before the last restart;
+	// with the appliance's default policy nothing may be duplicated.
+	CheckpointLoss bool
+
+	Partitions           int
+	Trigger              time.Duration
+	MaxOffsetsPerTrigger int
+	DrainTimeout         time.Duration
+
+	// DataDir is the fresh data directory the appliance runs on. It must
+	// not exist or be empty.
+	DataDir string
+	// Launch returns the command that runs the appliance (`lakehouse run`)
+	// with args; Prove sets its output and starts it.
+	Launch func(args []string) *exec.Cmd
+	// Out receives the progress display (nil: discarded).
+	Out io.Writer
+}
+
+func (c *ProveConfig) fill() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.Kills, DefaultKills)
+	def(&c.Loops, DefaultLoops)
+	def(&c.Sample, DefaultSample)
+	def(&c.Partitions, 4)
+	def(&c.MaxOffsetsPerTrigger, DefaultProveMaxOffset)
+	if c.Violations < 0 {
+		c.Violations = 0
+	} else if c.Violations == 0 {
+		c.Violations = DefaultViolations
+	}
+	if c.Late < 0 {
+		c.Late = 0
+	} else if c.Late == 0 {
+		c.Late = DefaultLate
+	}
+	if c.LateAge <= 0 {
+		c.LateAge = DefaultLateAge
+	}
+	if c.Trigger <= 0 {
+		c.Trigger = DefaultProveTrigger
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.Seed == 0 {
+		c.Seed = time.Now().UnixNano()
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+}
+
+// ProveResult is what a prove run observed.
+type ProveResult struct {
+	Seed     int64
+	Backlog  int64   // events in the topic before the late events
+	KilledAt []int64 // bronze rows committed at each kill (read from the table)
+	Hook     string  // the fault hook that made the first kill, if any
+	Expect   Expect
+	Report   Report
+}
+
+// Summary is the one-paragraph report.
+func (r ProveResult) Summary() string {
+	kills := make([]string, len(r.KilledAt))
+	for i, k := range r.KilledAt {
+		kills[i] = humanize.Count(k)
+	}
+	c := r.Report.Counts
+	verdict := "PASS"
+	if !r.Report.OK() {
+		var names []string
+		for _, f := range r.Report.Failed() {
+			names = append(names, f.Name)
+		}
+		verdict = "FAIL (" + strings.Join(names, ", ") + ")"
+	}
+	hook := ""
+	if r.Hook != "" {
+		hook = " (first kill at fault hook " + r.Hook + ")"
+	}
+	return fmt.Sprintf("killed %d times%s with %s of %s events committed to bronze; after restart: broker %s, bronze %s (%s distinct offsets), silver %s (%s distinct ids), late in silver %d, DLQ %s, bronze commits %s: %s",
+		len(r.KilledAt), hook, strings.Join(kills, " / "), humanize.Count(r.Backlog),
+		humanize.Count(c.Broker), humanize.Count(c.Bronze), humanize.Count(c.BronzeDistinct),
+		humanize.Count(c.Silver), humanize.Count(c.SilverDistinct), c.LateInSilver, humanize.Count(c.DLQ),
+		humanize.Count(c.BronzeCommits), verdict)
+}
+
+// Prove runs the kill test: it drives the appliance as a child process over
+// real SSE from a replay server in this process, kills it mid-backlog
+// cfg.Kills times, publishes late events, waits for the pipeline to drain
+// and verifies every layer against the broker. It returns an error wrapping
+// ErrInconclusive or ErrFailed when the run does not pass.
+func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
+	cfg.fill()
+	res := ProveResult{Seed: cfg.Seed}
+	if cfg.Launch == nil {
+		return res, errors.New("prove: no Launch function")
+	}
+	if err := freshDir(cfg.DataDir); err != nil {
+		return res, err
+	}
+	out := cfg.Out
+	rng := rand.New(rand.NewSource(cfg.Seed))
+
+	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: cfg.Seed, Restamp: true, ResumeAfter: true})
+	url, err := replay.Start("127.0.0.1:0")
+	if err != nil {
+		return res, fmt.Errorf("start replay server: %w", err)
+	}
+	defer replay.Close()
+	rec := ingest.Generate(cfg.Seed, cfg.Sample)
+	replay.Loops(rec, cfg.Loops)
+	if err := replay.Resend(0); err != nil {
+		return res, err
+	}
+	replay.Violations(cfg.Violations)
+	counts := replay.Counts()
+	res.Backlog = counts.OnTime + counts.Resent
+	fmt.Fprintf(out, "prove: seed %d, data %s\n", cfg.Seed, cfg.DataDir)
+	fmt.Fprintf(out, "prove: replay %s: %d loops x %d events, loop 0 resent, %d violations: backlog %s events\n",
+		url, cfg.Loops, cfg.Sample, cfg.Violations, humanize.Count(res.Backlog))
+
+	args := []string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0",
+		"--partitions", strconv.Itoa(cfg.Partitions),
+		"--trigger", cfg.Trigger.String(), "--max-offsets-per-trigger", strconv.Itoa(cfg.MaxOffsetsPerTrigger),
+		"--refresh", "0"}
+
+	// Kill points: increasing random fractions of the backlog.
+	fracs := make([]float64, cfg.Kills)
+	for i := range fracs {
+		lo := 0.05 + 0.85*float64(i)/float64(cfg.Kills)
+		hi := 0.05 + 0.85*float64(i+1)/float64(cfg.Kills)
+		fracs[i] = lo + rng.Float64()*(hi-lo)
+	}
+	if len(cfg.KillFractions) > 0 {
+		fracs = cfg.KillFractions
+		cfg.Kills = len(fracs)
+	}
+	for k := 0; k < cfg.Kills; k++ {
+		var env []string
+		hook := ""
+		if k == 0 && cfg.CrashAt != "" {
+			hook = cfg.CrashAt
+			env = append(env, fmt.Sprintf("LAKEHOUSE_CRASH_AT=%s:%d", hook, 1+rng.Intn(3)))
+		}
+		c, err := launch(ctx, cfg, args, env, k)
+		if err != nil {
+			return res, err
+		}
+		target := int64(fracs[k] * float64(res.Backlog))
+		if hook != "" {
+			fmt.Fprintf(out, "prove: run %d: waiting for fault hook %s\n", k+1, hook)
+			if err := waitExit(ctx, c, cfg.DrainTimeout); err != nil {
+				return res, err
+			}
+			if !c.sawFault(hook) {
+				return res, fmt.Errorf("%w: fault hook %s did not fire (see %s)", ErrInconclusive, hook, c.log.Name())
+			}
+			res.Hook = hook
+		} else {
+			fmt.Fprintf(out, "prove: run %d: kill when about %s of %s events are in bronze\n", k+1, humanize.Count(target), humanize.Count(res.Backlog))
+			if err := killAt(ctx, c, target, cfg.DrainTimeout); err != nil {
+				return res, err
+			}
+		}
+		if !c.killedBySignal() {
+			return res, fmt.Errorf("%w: run %d ended without SIGKILL (%v)", ErrInconclusive, k+1, c.waitErr)
+		}
+		rows, err := bronzeRows(ctx, cfg.DataDir)
+		if err != nil {
+			return res, fmt.Errorf("count bronze after kill %d: %w", k+1, err)
+		}
+		res.KilledAt = append(res.KilledAt, rows)
+		fmt.Fprintf(out, "prove: killed run %d with %s of %s events committed to bronze\n", k+1, humanize.Count(rows), humanize.Count(res.Backlog))
+		if rows == 0 || rows >= res.Backlog {
+			return res, fmt.Errorf("%w: kill %d landed with %d of %d events in bronze (must be strictly between)", ErrInconclusive, k+1, rows, res.Backlog)
+		}
+		if cfg.CheckpointLoss && k == cfg.Kills-1 {
+			dir := filepath.Join(cfg.DataDir, "checkpoints", "bronze")
+			if err := os.RemoveAll(dir); err != nil {
+				return res, err
+			}
+			fmt.Fprintf(out, "prove: deleted the bronze checkpoint %s\n", dir)
+		}
+	}
+
+	// Final run: late events, drain, stop, verify.
+	c, err := launch(ctx, cfg, args, nil, cfg.Kills)
+	if err != nil {
+		return res, err
+	}
+	replay.Late(cfg.Late, cfg.LateAge)
+	counts = replay.Counts()
+	var lateIDs []string
+	for _, e := range replay.Events(0) {
+		if e.Kind == ingest.KindLate && e.MetaID != "" {
+			lateIDs = append(lateIDs, e.MetaID)
+		}
+	}
+	res.Expect = Expect{
+		Messages: counts.OnTime + counts.Resent + counts.Late,
+		Silver:   counts.OnTimeEditNew,
+		DLQ:      counts.Violations,
+		LateIDs:  lateIDs,
+	}
+	fmt.Fprintf(out, "prove: run %d: published %d late events; waiting for the pipeline to drain\n", cfg.Kills+1, cfg.Late)
+	if err := waitDrained(ctx, c, res.Expect.Messages, cfg.DrainTimeout, out); err != nil {
+		c.kill()
+		return res, err
+	}
+	if err := c.stop(time.Minute); err != nil {
+		return res, err
+	}
+	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect)
+	fmt.Fprintln(out, "prove: "+res.Summary())
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func launch(ctx context.Context, cfg ProveConfig, args, env []string, run int) (*child, error) {
+	cmd := cfg.Launch(args)
+	cmd.Env = append(append(os.Environ(), env...), cmd.Env...)
+	return startChild(ctx, cmd, filepath.Join(cfg.DataDir, fmt.Sprintf("prove-run-%d.log", run+1)))
+}
+
+// killAt polls the child until bronze has committed about target events,
+// then SIGKILLs it.
+func killAt(ctx context.Context, c *child, target int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if done, err := c.exited(); done {
+			return fmt.Errorf("appliance exited before the kill (%v); see %s", err, c.log.Name())
+		}
+		st, err := fetchStatus(ctx, c.base)
+		if err == nil {
+			q, ok := st.Queries["bronze"]
+			if target == 0 || ok && q.Batch >= 0 && st.Topics[DefaultTopic]-q.Lag >= target {
+				c.kill()
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			c.kill()
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	c.kill()
+	return fmt.Errorf("bronze did not reach %d events within %s; see %s", target, timeout, c.log.Name())
+}
+
+func waitExit(ctx context.Context, c *child, timeout time.Duration) error {
+	select {
+	case <-c.done:
+		c.log.Close()
+		return nil
+	case <-time.After(timeout):
+		c.kill()
+		return fmt.Errorf("%w: the armed fault hook did not kill the appliance within %s", ErrInconclusive, timeout)
+	case <-ctx.Done():
+		c.kill()
+		return ctx.Err()
+	}
+}
+
+// waitDrained polls until the broker holds want messages and every
+// streaming query has no lag, twice in a row.
+func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duration, out io.Writer) error {
+	deadline := time.Now().Add(timeout)
+	stable := 0
+	last := time.Time{}
+	for time.Now().Before(deadline) {
+		if done, err := c.exited(); done {
+			return fmt.Errorf("appliance exited while draining (%v); see %s", err, c.log.Name())
+		}
+		st, err := fetchStatus(ctx, c.base)
+		if err == nil {
+			drained := st.Topics[DefaultTopic] >= want && len(st.Queries) > 0
+			names := make([]string, 0, len(st.Queries))
+			for n := range st.Queries {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			var parts []string
+			for _, n := range names {
+				q := st.Queries[n]
+				parts = append(parts, fmt.Sprintf("%s batch %d lag %d", n, q.Batch, q.Lag))
+				if q.Lag != 0 || q.Error != "" {
+					drained = false
+				}
+			}
+			if time.Since(last) > 5*time.Second {
+				fmt.Fprintf(out, "prove: broker %s of %s; %s\n", humanize.Count(st.Topics[DefaultTopic]), humanize.Count(want), strings.Join(parts, ", "))
+				last = time.Now()
+			}
+			if drained {
+				stable++
+				if stable >= 2 {
+					return nil
+				}
+			} else {
+				stable = 0
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("pipeline did not drain within %s; see %s", timeout, c.log.Name())
+}
+
+// VerifyDir opens the broker and the lake of a stopped appliance read-only
+// and runs the verifier.
+func verifyDir(ctx context.Context, dir string, exp Expect) (Report, error) {
+	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	if err != nil {
+		return Report{}, err
+	}
+	defer db.Close()
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	if err != nil {
+		return Report{}, err
+	}
+	defer lake.Close()
+	return Run(ctx, db, lake, exp)
+}
+
+func bronzeRows(ctx context.Context, dir string) (int64, error) {
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	if err != nil {
+		return 0, err
+	}
+	defer lake.Close()
+	recs, err := lake.Scan(ctx, table.Bronze)
+	if err != nil {
+		if errors.Is(err, table.ErrNoSuchTable) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	defer release(recs)
+	var n int64
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	return n, nil
+}
+
+func freshDir(dir string) error {
+	if dir == "" {
+		return errors.New("prove: no data directory")
+	}
+	entries, err := os.ReadDir(dir)
+	if err == nil && len(entries) > 0 {
+		return fmt.Errorf("prove: data directory %s is not empty (prove needs a fresh one)", dir)
+	}
+	return os.MkdirAll(dir, 0o755)
+}
