@@ -202,3 +202,27 @@ func TestCLIErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestProveCheckpointLoss deletes the bronze checkpoint before the last
+// restart: with the default policy nothing is duplicated and the query-id
+// change is reported.
+func TestProveCheckpointLoss(t *testing.T) {
+	cfg := proveConfig(t)
+	cfg.Kills = 2
+	cfg.Loops = 6
+	cfg.Trigger = 300 * time.Millisecond
+	cfg.CheckpointLoss = true
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := verify.Prove(ctx, cfg)
+	if err != nil {
+		t.Fatalf("prove --checkpoint-loss (seed %d): %v", res.Seed, err)
+	}
+	found := false
+	for _, c := range res.Report.Checks {
+		found = found || c.Name == "checkpoint-loss-reported" && c.OK
+	}
+	if !found {
+		t.Fatalf("checkpoint-loss-reported check missing: %+v", res.Report.Checks)
+	}
+}

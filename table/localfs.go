@@ -234,3 +234,15 @@ func syncRenameDirs(oldpath, newpath string) error {
 	}
 	return nil
 }
+
+// Remove deletes name. A file that is already gone counts as removed, as on
+// S3, where deleting a missing key succeeds: iceberg-go's snapshot expiry
+// re-deletes files that manifests of expired snapshots list as deleted,
+// which an earlier expiry already removed.
+func (d durableFS) Remove(name string) error {
+	err := d.LocalFS.Remove(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

@@ -274,6 +274,18 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		return res, err
 	}
 	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect)
+	if err == nil && cfg.CheckpointLoss {
+		// The lost checkpoint must not pass silently: the restarted
+		// appliance reports the query-id change of bronze.
+		logText, rerr := os.ReadFile(c.log.Name())
+		reported := rerr == nil && strings.Contains(string(logText), "STREAM QUERY ID CHANGED") &&
+			strings.Contains(string(logText), "query=bronze")
+		res.Report.Checks = append(res.Report.Checks, Check{Name: "checkpoint-loss-reported", OK: reported,
+			Detail: "the restarted appliance logs the bronze query-id change (" + c.log.Name() + ")"})
+		if !reported {
+			err = fmt.Errorf("%w: checkpoint-loss-reported", ErrFailed)
+		}
+	}
 	fmt.Fprintln(out, "prove: "+res.Summary())
 	if err != nil {
 		return res, err
