@@ -40,14 +40,16 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	p.addQuery(sessions.QueryName, eq)
 	start(sessions.QueryName, eq.Run)
 
+	refresh := p.flags.refresh
+	if refresh <= 0 {
+		refresh = -1 // marts and checks off; compaction and expiry still run
+	}
 	p.marts = marts.New(p.lake, p.db, marts.Config{
-		RefreshEvery: p.flags.refresh,
+		RefreshEvery: refresh,
 		Protect:      p.protect,
 		Logger:       p.log,
 	})
-	if p.flags.refresh > 0 {
-		start("marts", p.marts.Run)
-	}
+	start("marts", p.marts.Run)
 	return nil
 }
 

@@ -16,8 +16,10 @@ const (
 	DefaultRefreshEvery = 5 * time.Minute
 	// DefaultCompactEvery is how often Run compacts the streamed and ops tables.
 	DefaultCompactEvery = 15 * time.Minute
-	// DefaultExpireEvery is how often Run expires old snapshots.
-	DefaultExpireEvery = 30 * time.Minute
+	// DefaultExpireEvery is how often Run expires old snapshots. Streams
+	// commit a snapshot per trigger (one a second by default) and commit
+	// latency grows with the snapshots a table keeps, so expiry runs often.
+	DefaultExpireEvery = 5 * time.Minute
 	// DefaultRetryEvery is how soon Run retries a job whose last run failed
 	// (never later than the job's own interval).
 	DefaultRetryEvery = 30 * time.Second
@@ -25,7 +27,7 @@ const (
 	// always keeps.
 	DefaultKeepSnapshots = 10
 	// DefaultExpireOlderThan: only snapshots older than this are expired.
-	DefaultExpireOlderThan = time.Hour
+	DefaultExpireOlderThan = 10 * time.Minute
 	// DefaultCompactTargetBytes is the data-file size compaction aims for.
 	DefaultCompactTargetBytes = 128 << 20
 	// DefaultTopN is the number of rows per group in the top-N marts.
