@@ -39,6 +39,7 @@ type pipelineFlags struct {
 	httpAddr       string
 	logFormat      string
 	noIngest       bool
+	retention      time.Duration
 }
 
 func (f *pipelineFlags) register(fs *flag.FlagSet) {
@@ -57,6 +58,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.httpAddr, "http", "", "serve status on this address, e.g. 127.0.0.1:8080 (empty: off)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&f.noIngest, "no-ingest", false, "run the streams and marts only (no SSE client)")
+	fs.DurationVar(&f.retention, "retention", 7*24*time.Hour, "broker retention: trim recentchange records older than this, never past what bronze has committed (0: keep everything)")
 }
 
 func (f *pipelineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
@@ -200,6 +202,9 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 	}
 	p.addQuery(stream.BronzeQuery, bronze)
 	start("bronze", bronze.Run)
+	if p.flags.retention > 0 {
+		start("retention", p.runRetention)
+	}
 	if err := p.startDownstream(ctx, start); err != nil {
 		cancel(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +61,21 @@ type phaseResult struct {
 	KeptUp          bool       `json:"kept_up"`
 	Error           string     `json:"error,omitempty"`
 	freshnessSample []float64
+}
+
+// benchHeapDir, when set, receives a heap profile per phase.
+var benchHeapDir string
+
+func writeHeapProfile(name string) {
+	if benchHeapDir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(benchHeapDir, name))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.WriteHeapProfile(f)
 }
 
 // benchRecording is the recording every phase loops over.
@@ -128,6 +145,7 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 		}
 		if done {
 			res.CatchUpSeconds = now.Sub(lastSend).Seconds()
+			writeHeapProfile(fmt.Sprintf("heap-%d-%s.prof", int64(ph.Rate), ph.Trigger))
 			break
 		}
 		if now.After(deadline) {
@@ -342,6 +360,7 @@ func cpuTime() float64 {
 // resetPeakRSS resets the kernel's high-water mark of resident memory
 // (VmHWM) so each phase reports its own peak.
 func resetPeakRSS() {
+	debug.FreeOSMemory() // return the previous phase's heap first, or its RSS counts here
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	triggersS := fs.String("triggers", "1s,10s", "stream triggers to run every rate with (the default trigger, and 10 s like the original)")
 	producerN := fs.Int("producer-events", 300_000, "events for the producer-ceiling measurement (0: skip)")
 	drainN := fs.Int("drain-events", 1_000_000, "backlog for the bronze drain measurement (0: skip)")
+	profile := fs.String("profile", "", "write cpu.prof (whole run) and heap-<phase>.prof (when each phase has caught up) to this directory")
 	smoke := fs.Bool("smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -68,6 +70,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer os.RemoveAll(base)
+	if *profile != "" {
+		if err := os.MkdirAll(*profile, 0o755); err != nil {
+			return err
+		}
+		f, err := os.Create(filepath.Join(*profile, "cpu.prof"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+		benchHeapDir = *profile
+	}
 	rep := benchReport{When: time.Now().UTC(), Machine: machine(), Command: "go run . bench " + strings.Join(args, " ")}
 	for _, trig := range triggers {
 		for _, rate := range rates {

@@ -145,6 +145,7 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 	for attempt := 0; ; attempt++ {
 		snapID, err := commitFiles(ctx, tbl, b, files, summary)
 		if err == nil {
+			l.notifyCommit(ident)
 			fault.Hit(hookAfterCommit)
 			return Result{Committed: true, SnapshotID: snapID, DataFiles: len(files), Rows: rows}, nil
 		}

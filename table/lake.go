@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -93,6 +94,36 @@ type Lake struct {
 	warehouse string // plain local path or s3:// URI
 	props     map[string]string
 	cat       *catalog.Catalog
+
+	notifyMu sync.Mutex
+	notify   map[string]chan struct{} // ident -> closed at the next commit
+}
+
+// Committed returns a channel that is closed when a CommitBatch to ident
+// through this Lake next commits. Readers in the same process use it to
+// wake up at once instead of polling; commits by other processes are not
+// signalled, so a reader still polls as a fallback.
+func (l *Lake) Committed(ident string) <-chan struct{} {
+	l.notifyMu.Lock()
+	defer l.notifyMu.Unlock()
+	if l.notify == nil {
+		l.notify = map[string]chan struct{}{}
+	}
+	ch, ok := l.notify[ident]
+	if !ok {
+		ch = make(chan struct{})
+		l.notify[ident] = ch
+	}
+	return ch
+}
+
+func (l *Lake) notifyCommit(ident string) {
+	l.notifyMu.Lock()
+	defer l.notifyMu.Unlock()
+	if ch, ok := l.notify[ident]; ok {
+		close(ch)
+		delete(l.notify, ident)
+	}
 }
 
 // Open opens (creating if needed) the catalog in cfg.Dir, installs the

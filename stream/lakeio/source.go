@@ -116,6 +116,10 @@ func (s *Source) Wait(ctx context.Context, start stream.Offset) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		// Take the commit signal before looking, so a commit between the
+		// look and the select is not missed. The ticker covers commits made
+		// by other processes, which are not signalled.
+		committed := s.Lake.Committed(s.Table)
 		snaps, err := s.after(ctx, start)
 		if err != nil {
 			return err
@@ -126,6 +130,7 @@ func (s *Source) Wait(ctx context.Context, start stream.Offset) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-committed:
 		case <-t.C:
 		}
 	}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/ingest"
+	"lakehouse/stream"
+	"lakehouse/table"
+)
+
+// retentionEvery is how often the appliance applies broker retention.
+const retentionEvery = 10 * time.Minute
+
+// retainConsumed trims records older than maxAge from the recentchange
+// topic, but never an offset bronze has not committed yet: the floor of
+// each partition is the end offset in bronze's table marker (which survives
+// a lost checkpoint). With no marker nothing is trimmed. It returns the
+// number of records removed.
+func retainConsumed(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, now time.Time) (int64, error) {
+	m, ok, err := lake.LastCommitted(ctx, table.Bronze, stream.BronzeQuery)
+	if err != nil {
+		return 0, fmt.Errorf("retention: bronze marker: %w", err)
+	}
+	if !ok {
+		return 0, nil
+	}
+	ends, err := stream.ParsePartitionOffsets(stream.Offset(m.Offsets))
+	if err != nil {
+		return 0, fmt.Errorf("retention: %w", err)
+	}
+	offs, err := db.Offsets(ctx, ingest.DefaultTopic)
+	if err != nil {
+		return 0, fmt.Errorf("retention: %w", err)
+	}
+	floor := make([]int64, len(offs))
+	for i := range offs {
+		floor[i] = ends[i] // a partition bronze never read has floor 0
+	}
+	return db.Retain(ctx, ingest.DefaultTopic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
+}
+
+// runRetention applies retention every retentionEvery until ctx is done. A
+// failed pass is logged and retried at the next tick; it never stops the
+// appliance.
+func (p *pipeline) runRetention(ctx context.Context) error {
+	t := time.NewTicker(retentionEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		n, err := retainConsumed(ctx, p.db, p.lake, p.flags.retention, time.Now())
+		if err != nil {
+			p.log.Warn("broker retention failed", "err", err)
+			continue
+		}
+		if n > 0 {
+			p.log.Info("broker retention", "topic", ingest.DefaultTopic, "removed", n, "max_age", p.flags.retention)
+		}
+	}
+}
