@@ -31,6 +31,7 @@ type pipelineFlags struct {
 	userAgent      string
 	partitions     int
 	trigger        time.Duration
+	downTrigger    time.Duration
 	maxOffsets     int64
 	checkpointLoss string
 	watermark      time.Duration
@@ -49,7 +50,8 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.since, "since", "", "on a first start only: replay history from this RFC 3339 time")
 	fs.StringVar(&f.userAgent, "user-agent", ingest.DefaultUserAgent, "User-Agent sent to the stream (Wikimedia asks for a descriptive one)")
 	fs.IntVar(&f.partitions, "partitions", ingest.DefaultPartitions, "partitions of the recentchange topic (fixed when the topic is created)")
-	fs.DurationVar(&f.trigger, "trigger", stream.DefaultTrigger, "processing-time trigger of the streaming queries")
+	fs.DurationVar(&f.trigger, "trigger", stream.DefaultTrigger, "processing-time trigger of the bronze query")
+	fs.DurationVar(&f.downTrigger, "downstream-trigger", 0, "processing-time trigger of silver and sessions (0: run as soon as the upstream table commits; they can never run more often than it does)")
 	fs.Int64Var(&f.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "cap on broker offsets one bronze batch covers")
 	fs.StringVar(&f.checkpointLoss, "checkpoint-loss", "rebuild", "when a query's checkpoint is lost: rebuild (position from the table's marker, no duplicates) or fresh (Spark's behaviour: new query id, re-read everything, DUPLICATES)")
 	fs.DurationVar(&f.watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
@@ -69,6 +71,17 @@ func (f *pipelineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(stderr, nil)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+}
+
+// downstream adapts a query's config for silver and sessions: they read
+// committed snapshots of an upstream table, so by default they run as soon
+// as it commits instead of waiting for a trigger phase of their own.
+func (f *pipelineFlags) downstream(cfg stream.Config) stream.Config {
+	cfg.Trigger = f.downTrigger
+	if cfg.Trigger <= 0 {
+		cfg.Trigger = -1 // no pause: the source's Wait blocks until the upstream commits
+	}
+	return cfg
 }
 
 func (f *pipelineFlags) streamConfig(name string, log *slog.Logger) (stream.Config, error) {

@@ -22,7 +22,7 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	if err != nil {
 		return err
 	}
-	sq, _, err := silver.NewQuery(p.lake, scfg, silver.Config{WatermarkDelay: p.flags.watermark, Logger: p.log})
+	sq, _, err := silver.NewQuery(p.lake, p.flags.downstream(scfg), silver.Config{WatermarkDelay: p.flags.watermark, Logger: p.log})
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	if err != nil {
 		return err
 	}
-	eq, _, err := sessions.NewQuery(p.lake, ecfg, sessions.Config{SessionGap: p.flags.sessionGap, WatermarkDelay: p.flags.watermark})
+	eq, _, err := sessions.NewQuery(p.lake, p.flags.downstream(ecfg), sessions.Config{SessionGap: p.flags.sessionGap, WatermarkDelay: p.flags.watermark})
 	if err != nil {
 		return err
 	}

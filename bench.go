@@ -57,7 +57,8 @@ type phaseResult struct {
 	SilverCommits   int64      `json:"silver_commits"`
 	DataFiles       int64      `json:"data_files"` // added to bronze, silver and sessions
 	CPUSeconds      float64    `json:"cpu_seconds"`
-	PeakRSSMiB      float64    `json:"peak_rss_mib"`
+	PeakRSSMiB      float64    `json:"peak_rss_mib"`      // VmHWM: includes broker.db pages mapped by bbolt
+	PeakAnonMiB     float64    `json:"peak_anon_rss_mib"` // sampled RssAnon: heap, stacks, buffers
 	KeptUp          bool       `json:"kept_up"`
 	Error           string     `json:"error,omitempty"`
 	freshnessSample []float64
@@ -113,6 +114,9 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 		checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	resetPeakRSS()
+	anonDone := make(chan float64)
+	anonStop := make(chan struct{})
+	go sampleAnon(anonStop, anonDone)
 	cpu0 := cpuTime()
 	p, err := openPipeline(ctx, f, log)
 	if err != nil {
@@ -156,6 +160,8 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 		case err := <-errc:
 			res.Error = fmt.Sprintf("pipeline stopped: %v", err)
 			stop()
+			close(anonStop)
+			res.PeakAnonMiB = <-anonDone
 			return res
 		default:
 		}
@@ -163,7 +169,9 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 	stop()
 	<-errc
 	res.CPUSeconds = cpuTime() - cpu0
-	res.PeakRSSMiB = peakRSSMiB()
+	res.PeakRSSMiB = procStatusMiB("VmHWM:")
+	close(anonStop)
+	res.PeakAnonMiB = <-anonDone
 	res.PublishSeconds = lastSend.Sub(firstSend).Seconds()
 	if res.PublishSeconds > 0 {
 		res.AchievedRate = float64(counts.Events) / res.PublishSeconds
@@ -173,9 +181,9 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 	}
 	res.KeptUp = res.Error == "" && res.FoundSilver == res.Expected && res.DistinctSilver == res.Expected &&
 		res.CatchUpSeconds < 3*ph.Trigger.Seconds()+5
-	fmt.Fprintf(progress, "bench: %-28s sent %s at %s ev/s, silver %s/%s, freshness p50 %.2fs p95 %.2fs p99 %.2fs, cpu %.1fs, peak %.0f MiB\n",
+	fmt.Fprintf(progress, "bench: %-28s sent %s at %s ev/s, silver %s/%s, freshness p50 %.2fs p95 %.2fs p99 %.2fs, cpu %.1fs, peak RSS %.0f MiB (anon %.0f MiB)\n",
 		ph.name(), humanize.Count(res.Published), humanize.Count(int64(res.AchievedRate)), humanize.Count(res.FoundSilver), humanize.Count(res.Expected),
-		res.FreshP50, res.FreshP95, res.FreshP99, res.CPUSeconds, res.PeakRSSMiB)
+		res.FreshP50, res.FreshP95, res.FreshP99, res.CPUSeconds, res.PeakRSSMiB, res.PeakAnonMiB)
 	return res
 }
 
@@ -364,13 +372,33 @@ func resetPeakRSS() {
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 
-func peakRSSMiB() float64 {
+// sampleAnon samples the process's anonymous resident memory every 100 ms
+// until stop is closed, then sends the maximum seen.
+func sampleAnon(stop <-chan struct{}, out chan<- float64) {
+	peak := procStatusMiB("RssAnon:")
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			out <- peak
+			return
+		case <-t.C:
+			if v := procStatusMiB("RssAnon:"); v > peak {
+				peak = v
+			}
+		}
+	}
+}
+
+// procStatusMiB reads a kB field of /proc/self/status in MiB.
+func procStatusMiB(field string) float64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return math.NaN()
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
 			return kb / 1024
 		}
