@@ -161,7 +161,7 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 			p.st = nil // partly applied: reload from the checkpoint next time
 		}
 	}()
-	wm := meta.watermarkMicros()
+	wm := meta.WatermarkMicros()
 	c := stream.ProcessStats{Watermark: meta.Watermark}
 	maxEvent := s.MaxEvent
 	for _, rec := range in {

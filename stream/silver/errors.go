@@ -1,6 +1,10 @@
 package silver
 
-import "errors"
+import (
+	"errors"
+
+	"lakehouse/stream"
+)
 
 // Errors returned by the package. Match them with errors.Is.
 var (
@@ -9,5 +13,5 @@ var (
 	ErrCorruptState = errors.New("silver: corrupt dedup state")
 	// ErrBadMeta: a batch's offset-entry metadata (its watermark) cannot be
 	// decoded.
-	ErrBadMeta = errors.New("silver: bad batch metadata")
+	ErrBadMeta = stream.ErrBadMeta
 )

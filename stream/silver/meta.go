@@ -2,41 +2,19 @@ package silver
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
+
+	"lakehouse/stream"
 )
 
-// Meta is what silver fixes in a batch's offset entry before the batch runs,
-// so that a re-run computes the same rows.
-type Meta struct {
-	// Watermark is the batch's watermark (zero: none yet, nothing is late).
-	Watermark time.Time `json:"watermark,omitzero"`
-	// Planned is when the batch was planned; it stamps processed_time.
-	Planned time.Time `json:"planned"`
-}
+// Meta is what silver fixes in a batch's offset entry before the batch runs:
+// its watermark and planned time (stream.EventTimeMeta).
+type Meta = stream.EventTimeMeta
 
-// ParseMeta decodes a batch's metadata.
-func ParseMeta(raw json.RawMessage) (Meta, error) {
-	var m Meta
-	if len(raw) == 0 {
-		return m, fmt.Errorf("decode batch meta: %w: empty", ErrBadMeta)
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return m, fmt.Errorf("decode batch meta: %w: %v", ErrBadMeta, err)
-	}
-	return m, nil
-}
+// ParseMeta decodes a batch's metadata; errors wrap ErrBadMeta.
+func ParseMeta(raw json.RawMessage) (Meta, error) { return stream.ParseEventTimeMeta(raw) }
 
-func (m Meta) watermarkMicros() int64 {
-	if m.Watermark.IsZero() {
-		return noTime
-	}
-	return m.Watermark.UnixMicro()
-}
+// noTime marks "no event seen" / "no watermark yet" (Unix microseconds).
+const noTime = stream.NoTime
 
-func microsTime(us int64) time.Time {
-	if us == noTime {
-		return time.Time{}
-	}
-	return time.UnixMicro(us).UTC()
-}
+func microsTime(us int64) time.Time { return stream.MicrosTime(us) }

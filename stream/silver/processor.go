@@ -196,7 +196,7 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 			p.st = nil // partly applied: rebuild from the checkpoint next time
 		}
 	}()
-	wm := meta.watermarkMicros()
+	wm := meta.WatermarkMicros()
 	delay := p.cfg.WatermarkDelay
 
 	out, err := newEditBuilder(p.alloc, meta.Planned)

@@ -11,9 +11,6 @@ import (
 	"lakehouse/stream"
 )
 
-// noTime marks "no event seen" / "no watermark yet" (Unix microseconds).
-const noTime = math.MinInt64
-
 // state is the dedup state after batch version: every emitted meta.id whose
 // event_time + delay has not yet fallen below the watermark, with its event
 // time in Unix seconds (4 bytes: events are stamped in whole seconds).
