@@ -1,12 +1,14 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Bucket names inside catalog.db.
@@ -41,6 +43,9 @@ func acquireDB(path string, lockTimeout time.Duration) (*bolt.DB, func() error, 
 		return s.db, releaseFunc(abs, s), nil
 	}
 	db, err := bolt.Open(abs, 0o644, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, nil, fmt.Errorf("open catalog %s: locked by another process for %s (is the appliance running on this data directory?): %w", abs, lockTimeout, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("open catalog %s: %w", abs, err)
 	}
