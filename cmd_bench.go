@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"lakehouse/internal/humanize"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,9 +47,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	producerN := fs.Int("producer-events", 300_000, "events for the producer-ceiling measurement (0: skip)")
 	drainN := fs.Int("drain-events", 1_000_000, "backlog for the bronze drain measurement (0: skip)")
 	profile := fs.String("profile", "", "write cpu.prof (whole run) and heap-<phase>.prof (when each phase has caught up) to this directory")
+	render := fs.Bool("render", false, "only rewrite results.md and freshness.svg from the existing results.json in --out")
 	smoke := fs.Bool("smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *render {
+		js, err := os.ReadFile(filepath.Join(*out, "results.json"))
+		if err != nil {
+			return err
+		}
+		var rep benchReport
+		if err := json.Unmarshal(js, &rep); err != nil {
+			return fmt.Errorf("read results.json: %w", err)
+		}
+		return writeBenchReport(*out, rep)
 	}
 	if *smoke {
 		*ratesS, *triggersS, *phaseDur, *producerN, *drainN = "200,2000", "500ms", 3*time.Second, 0, 0
@@ -200,23 +213,28 @@ func yesNo(ok bool, errText string) string {
 }
 
 // freshnessSVG draws p50/p95/p99 freshness per phase as grouped bars on a
-// log-free linear axis.
+// logarithmic axis (0.1 s to the largest p99), so sub-second phases stay
+// readable beside phases that fell behind.
 func freshnessSVG(phases []phaseResult) string {
-	const w, h, left, bottom, top = 900, 420, 60, 110, 30
-	maxV := 1.0
+	const w, h, left, bottom, top = 900, 420, 60, 130, 30
+	const lo = 0.1
+	maxV := 10.0
 	for _, p := range phases {
 		if p.FreshP99 > maxV {
 			maxV = p.FreshP99
 		}
 	}
+	maxV = math.Pow(10, math.Ceil(math.Log10(maxV)))
+	plotH := float64(h - bottom - top)
+	y := func(v float64) float64 {
+		v = math.Max(v, lo)
+		return float64(h-bottom) - plotH*math.Log10(v/lo)/math.Log10(maxV/lo)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", w, h)
-	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14">Silver freshness per phase (seconds from publish to silver commit)</text>`+"\n", left)
-	plotH := float64(h - bottom - top)
-	for i := 0; i <= 4; i++ {
-		v := maxV * float64(i) / 4
-		y := float64(h-bottom) - plotH*float64(i)/4
-		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.0f" y2="%.0f" stroke="#ddd"/><text x="%d" y="%.0f" text-anchor="end">%.1f</text>`+"\n", left, w-10, y, y, left-5, y+4, v)
+	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14">Silver freshness per phase: seconds from publish to silver commit (log scale)</text>`+"\n", left)
+	for v := lo; v <= maxV*1.001; v *= 10 {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.0f" y2="%.0f" stroke="#ddd"/><text x="%d" y="%.0f" text-anchor="end">%g s</text>`+"\n", left, w-10, y(v), y(v), left-5, y(v)+4, v)
 	}
 	if len(phases) == 0 {
 		b.WriteString("</svg>\n")
@@ -228,17 +246,20 @@ func freshnessSVG(phases []phaseResult) string {
 		x0 := float64(left) + slot*float64(i) + slot*0.15
 		bw := slot * 0.7 / 3
 		for j, v := range []float64{p.FreshP50, p.FreshP95, p.FreshP99} {
-			if v != v { // NaN: no rows
+			if math.IsNaN(v) {
 				continue
 			}
-			bh := plotH * v / maxV
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", x0+bw*float64(j), float64(h-bottom)-bh, bw-1, bh, colors[j])
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", x0+bw*float64(j), y(v), bw-1, float64(h-bottom)-y(v), colors[j])
 		}
-		fmt.Fprintf(&b, `<text transform="translate(%.0f,%d) rotate(40)">%s</text>`+"\n", x0, h-bottom+12, p.Phase.name())
+		label := p.Phase.name()
+		if !p.KeptUp {
+			label += " (fell behind)"
+		}
+		fmt.Fprintf(&b, `<text transform="translate(%.0f,%d) rotate(40)">%s</text>`+"\n", x0, h-bottom+12, label)
 	}
-	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">p50</text>`, w-200, top, colors[0], w-186, top+9)
-	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">p95</text>`, w-150, top, colors[1], w-136, top+9)
-	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">p99</text>`+"\n", w-100, top, colors[2], w-86, top+9)
-	b.WriteString("</svg>\n")
+	for i, name := range []string{"p50", "p95", "p99"} {
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`, w-200+50*i, top, colors[i], w-186+50*i, top+9, name)
+	}
+	b.WriteString("\n</svg>\n")
 	return b.String()
 }
