@@ -23,6 +23,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/stream"
+	"lakehouse/stream/lakeio"
 	"lakehouse/table"
 )
 
@@ -59,10 +60,19 @@ type phaseResult struct {
 	CPUSeconds      float64    `json:"cpu_seconds"`
 	PeakRSSMiB      float64    `json:"peak_rss_mib"`      // VmHWM: includes broker.db pages mapped by bbolt
 	PeakAnonMiB     float64    `json:"peak_anon_rss_mib"` // sampled RssAnon: heap, stacks, buffers
+	BrokerMessages  int64      `json:"broker_messages"`
+	DLQMessages     int64      `json:"dlq_messages"`
+	BronzeRows      int64      `json:"bronze_rows"`
+	SilverLate      int64      `json:"silver_dropped_late"`
+	SilverDups      int64      `json:"silver_duplicates_dropped"`
+	SilverBad       int64      `json:"silver_unparseable"`
 	KeptUp          bool       `json:"kept_up"`
 	Error           string     `json:"error,omitempty"`
 	freshnessSample []float64
 }
+
+// benchKeep keeps each phase's data directory (for `verify` after a failure).
+var benchKeep bool
 
 // benchHeapDir, when set, receives a heap profile per phase.
 var benchHeapDir string
@@ -92,7 +102,9 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 		res.Error = err.Error()
 		return res
 	}
-	defer os.RemoveAll(dir)
+	if !benchKeep {
+		defer os.RemoveAll(dir)
+	}
 
 	rec := benchRecording()
 	total := int64(ph.Rate * ph.Duration.Seconds())
@@ -141,7 +153,10 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 			lastSend = now
 		}
 		st := p.status(ctx)
-		done := st.Topics[ingest.DefaultTopic] >= total && c.Sent >= counts.Events
+		// Done when the broker holds every event the replay holds (not
+		// merely sent: ingest may still be batching the last ones) and no
+		// query has anything left to read.
+		done := st.Topics[ingest.DefaultTopic] >= counts.OnTime && c.Sent >= counts.Events
 		for _, q := range []string{stream.BronzeQuery, "silver"} {
 			if s, ok := st.Queries[q]; !ok || s.Lag != 0 || s.Error != "" {
 				done = false
@@ -176,6 +191,16 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 	if res.PublishSeconds > 0 {
 		res.AchievedRate = float64(counts.Events) / res.PublishSeconds
 	}
+	for _, t := range []struct {
+		name string
+		n    *int64
+	}{{ingest.DefaultTopic, &res.BrokerMessages}, {ingest.DefaultDLQTopic, &res.DLQMessages}} {
+		if offs, err := p.db.Offsets(ctx, t.name); err == nil {
+			for _, o := range offs {
+				*t.n += o.End - o.Start
+			}
+		}
+	}
 	if err := res.measureTables(ctx, p.lake); err != nil && res.Error == "" {
 		res.Error = err.Error()
 	}
@@ -200,6 +225,11 @@ func (r *phaseResult) measureTables(ctx context.Context, lake *table.Lake) error
 	for _, s := range snaps {
 		r.SilverCommits++
 		r.DataFiles += summaryInt(s.Summary, "added-data-files")
+		if st, _, ok := lakeio.StatsFromSummary(s.Summary); ok {
+			r.SilverLate += st.DroppedByWatermark
+			r.SilverDups += st.Duplicates
+			r.SilverBad += st.Unparseable
+		}
 		recs, err := lake.ReadAppended(ctx, table.SilverEdits, s.ID)
 		if err != nil {
 			return err
@@ -226,6 +256,7 @@ func (r *phaseResult) measureTables(ctx context.Context, lake *table.Lake) error
 		for _, s := range snaps {
 			if ident == table.Bronze {
 				r.BronzeCommits++
+				r.BronzeRows += summaryInt(s.Summary, "added-records")
 			}
 			r.DataFiles += summaryInt(s.Summary, "added-data-files")
 		}

@@ -48,6 +48,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	drainN := fs.Int("drain-events", 1_000_000, "backlog for the bronze drain measurement (0: skip)")
 	profile := fs.String("profile", "", "write cpu.prof (whole run) and heap-<phase>.prof (when each phase has caught up) to this directory")
 	render := fs.Bool("render", false, "only rewrite results.md and freshness.svg from the existing results.json in --out")
+	fs.BoolVar(&benchKeep, "keep", false, "keep each phase's data directory and print where it is")
 	smoke := fs.Bool("smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -82,7 +83,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(base)
+	if benchKeep {
+		fmt.Fprintf(stdout, "bench: phase data kept under %s\n", base)
+	} else {
+		defer os.RemoveAll(base)
+	}
 	if *profile != "" {
 		if err := os.MkdirAll(*profile, 0o755); err != nil {
 			return err
@@ -133,7 +138,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var missing []string
 	for _, p := range rep.Phases {
 		if p.Error != "" || p.FoundSilver != p.Expected || p.DistinctSilver != p.Expected {
-			missing = append(missing, fmt.Sprintf("%s: silver %d of %d (%d distinct) %s", p.Phase.name(), p.FoundSilver, p.Expected, p.DistinctSilver, p.Error))
+			missing = append(missing, fmt.Sprintf("%s: silver %d of %d (%d distinct; broker %d, DLQ %d, bronze %d; silver dropped %d late, %d duplicates, %d unparseable) %s",
+				p.Phase.name(), p.FoundSilver, p.Expected, p.DistinctSilver, p.BrokerMessages, p.DLQMessages, p.BronzeRows, p.SilverLate, p.SilverDups, p.SilverBad, p.Error))
 		}
 	}
 	if len(missing) > 0 {
