@@ -22,6 +22,8 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Kills, "kills", verify.DefaultKills, "how many times to SIGKILL the appliance mid-backlog")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "scenario seed (0: random, printed)")
 	fs.StringVar(&cfg.CrashAt, "crash-at", "", "make the first kill at this fault hook instead of a random moment (see --hooks)")
+	fs.IntVar(&cfg.CrashSkip, "crash-skip", 0, "hits of the --crash-at hook to let pass before it fires (0: random 1 to 3)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "replay pace in events/s (0: flat out); ingest-path hooks need a pace to land mid-backlog")
 	fs.BoolVar(&cfg.CheckpointLoss, "checkpoint-loss", false, "delete the bronze checkpoint before the last restart (the default policy must still give zero duplicates)")
 	fs.IntVar(&cfg.Loops, "loops", verify.DefaultLoops, "loops of the recording, each with fresh event ids")
 	fs.IntVar(&cfg.Sample, "sample", verify.DefaultSample, "events in the recording")

@@ -50,6 +50,12 @@ type ProveConfig struct {
 	// CrashAt names a fault hook: the first kill is made by the hook (in
 	// the child, at a random hit) instead of a SIGKILL from outside.
 	CrashAt string
+	// CrashSkip is how many hits of CrashAt pass before it fires (0: a
+	// random 1 to 3). Hooks on the ingest path fire from the first batch, so
+	// they need a pace (Rate) and a larger skip to land mid-backlog.
+	CrashSkip int
+	// Rate paces the replay server (events/s; 0: flat out).
+	Rate float64
 	// KillFractions, when set, fixes the kill points (fraction of the
 	// backlog committed to bronze; 0 kills as soon as the appliance answers)
 	// instead of random ones. Tests use it to force inconclusive runs.
@@ -164,7 +170,7 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 	out := cfg.Out
 	rng := rand.New(rand.NewSource(cfg.Seed))
 
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: cfg.Seed, Restamp: true, ResumeAfter: true})
+	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: cfg.Seed, Rate: cfg.Rate, Restamp: true, ResumeAfter: true})
 	url, err := replay.Start("127.0.0.1:0")
 	if err != nil {
 		return res, fmt.Errorf("start replay server: %w", err)
@@ -203,7 +209,11 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		hook := ""
 		if k == 0 && cfg.CrashAt != "" {
 			hook = cfg.CrashAt
-			env = append(env, fmt.Sprintf("LAKEHOUSE_CRASH_AT=%s:%d", hook, 1+rng.Intn(3)))
+			skip := cfg.CrashSkip
+			if skip <= 0 {
+				skip = 1 + rng.Intn(3)
+			}
+			env = append(env, fmt.Sprintf("LAKEHOUSE_CRASH_AT=%s:%d", hook, skip))
 		}
 		c, err := launch(ctx, cfg, args, env, k)
 		if err != nil {
