@@ -1,0 +1,33 @@
+package fault
+
+import "testing"
+
+func TestArmSkipAndDisarm(t *testing.T) {
+	name := Register("test.point", "a point used by this test")
+	defer Disarm()
+	fired := 0
+	Hit(name) // nothing armed: no effect
+	ArmFunc(name, 2, func(string) { fired++ })
+	for i := 0; i < 5; i++ {
+		Hit(name)
+	}
+	if fired != 3 {
+		t.Fatalf("fired %d times after skip 2 of 5 hits, want 3", fired)
+	}
+	Hit("test.other") // another name: no effect
+	Disarm()
+	Hit(name)
+	if fired != 3 {
+		t.Fatalf("fired after Disarm: %d", fired)
+	}
+	found := false
+	for _, k := range Known() {
+		found = found || k[0] == name && k[1] == "a point used by this test"
+	}
+	if !found {
+		t.Fatalf("Known() lacks %s: %v", name, Known())
+	}
+	if Marker(name) != "FAULT test.point" {
+		t.Fatalf("Marker: got %q", Marker(name))
+	}
+}
