@@ -51,3 +51,13 @@ func MicrosTime(us int64) time.Time {
 	}
 	return time.UnixMicro(us).UTC()
 }
+
+// NextWatermark is the watermark a batch uses: the newest event time of the
+// batches before it minus delay, never below the previous watermark. All
+// times are Unix microseconds; NoTime means none.
+func NextWatermark(prev, maxEvent int64, delay time.Duration) int64 {
+	if maxEvent == NoTime {
+		return prev
+	}
+	return max(prev, maxEvent-delay.Microseconds())
+}

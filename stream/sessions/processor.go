@@ -83,10 +83,7 @@ func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessa
 	if err := p.ensure(b.ID-1, nil); err != nil {
 		return nil, fmt.Errorf("plan sessions batch %d: %w", b.ID, err)
 	}
-	wm := p.st.Watermark
-	if p.st.MaxEvent != noTime {
-		wm = max(wm, p.st.MaxEvent-p.cfg.WatermarkDelay.Microseconds())
-	}
+	wm := stream.NextWatermark(p.st.Watermark, p.st.MaxEvent, p.cfg.WatermarkDelay)
 	raw, err := json.Marshal(Meta{Watermark: microsTime(wm), Planned: p.now().UTC()})
 	if err != nil {
 		return nil, fmt.Errorf("plan sessions batch %d: encode meta: %w", b.ID, err)

@@ -106,10 +106,7 @@ func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessa
 	if err := p.ensure(b.ID-1, nil); err != nil {
 		return nil, fmt.Errorf("plan silver batch %d: %w", b.ID, err)
 	}
-	wm := p.st.watermark
-	if p.st.maxEvent != noTime {
-		wm = max(wm, p.st.maxEvent-p.cfg.WatermarkDelay.Microseconds())
-	}
+	wm := stream.NextWatermark(p.st.watermark, p.st.maxEvent, p.cfg.WatermarkDelay)
 	raw, err := json.Marshal(Meta{Watermark: microsTime(wm), Planned: p.now().UTC()})
 	if err != nil {
 		return nil, fmt.Errorf("plan silver batch %d: encode meta: %w", b.ID, err)
