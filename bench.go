@@ -152,17 +152,11 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 		if c.Sent < counts.Events {
 			lastSend = now
 		}
-		st := p.status(ctx)
+		st := p.status(ctx, stream.BronzeQuery, "silver")
 		// Done when the broker holds every event the replay holds (not
 		// merely sent: ingest may still be batching the last ones) and no
 		// query has anything left to read.
-		done := st.Topics[ingest.DefaultTopic] >= counts.OnTime && c.Sent >= counts.Events
-		for _, q := range []string{stream.BronzeQuery, "silver"} {
-			if s, ok := st.Queries[q]; !ok || s.Lag != 0 || s.Error != "" {
-				done = false
-			}
-		}
-		if done {
+		if c.Sent >= counts.Events && st.Drained(ingest.DefaultTopic, counts.OnTime) {
 			res.CatchUpSeconds = now.Sub(lastSend).Seconds()
 			writeHeapProfile(fmt.Sprintf("heap-%d-%s.prof", int64(ph.Rate), ph.Trigger))
 			break

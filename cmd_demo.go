@@ -85,18 +85,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case <-tick.C:
 		}
 		st := p.status(ctx)
-		line := fmt.Sprintf("demo: broker %d/%d events, dead-letter %d", st.Topics[ingest.DefaultTopic], want, st.Topics[ingest.DefaultDLQTopic])
-		drained := st.Topics[ingest.DefaultTopic] >= want
-		for _, name := range []string{"bronze", "silver", "sessions"} {
-			q, ok := st.Queries[name]
-			if !ok {
-				continue
-			}
-			line += fmt.Sprintf(", %s batch %d lag %d", name, q.Batch, q.Lag)
-			if q.Lag != 0 || q.Error != "" {
-				drained = false
-			}
-		}
+		line := fmt.Sprintf("demo: broker %d/%d events, dead-letter %d, %s", st.Topics[ingest.DefaultTopic], want, st.Topics[ingest.DefaultDLQTopic], st.Lags())
+		drained := st.Drained(ingest.DefaultTopic, want)
 		if line != lastLine {
 			fmt.Fprintln(stdout, line)
 			lastLine = line

@@ -23,7 +23,7 @@ var allowedImports = map[string][]string{
 // count too).
 func TestDependencyDirection(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go command not on PATH")
+		t.Fatalf("the dependency check needs the go command on PATH: %v", err)
 	}
 	for pkg, allowed := range allowedImports {
 		out, err := exec.Command("go", "list", "-deps", "./"+pkg+"/...").CombinedOutput()

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -136,11 +135,7 @@ func (r ProveResult) Summary() string {
 	c := r.Report.Counts
 	verdict := "PASS"
 	if !r.Report.OK() {
-		var names []string
-		for _, f := range r.Report.Failed() {
-			names = append(names, f.Name)
-		}
-		verdict = "FAIL (" + strings.Join(names, ", ") + ")"
+		verdict = "FAIL (" + strings.Join(r.Report.FailedNames(), ", ") + ")"
 	}
 	hook := ""
 	if r.Hook != "" {
@@ -317,7 +312,7 @@ func killAt(ctx context.Context, c *child, target int64, timeout time.Duration) 
 		if done, err := c.exited(); done {
 			return fmt.Errorf("appliance exited before the kill (%v); see %s", err, c.log.Name())
 		}
-		st, err := fetchStatus(ctx, c.base)
+		st, err := fetchStatus(ctx, c.base, "bronze") // polled often: bronze's lag only
 		if err == nil {
 			q, ok := st.Queries["bronze"]
 			if target == 0 || ok && q.Batch >= 0 && st.Topics[DefaultTopic]-q.Lag >= target {
@@ -362,22 +357,9 @@ func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duratio
 		}
 		st, err := fetchStatus(ctx, c.base)
 		if err == nil {
-			drained := st.Topics[DefaultTopic] >= want && len(st.Queries) > 0
-			names := make([]string, 0, len(st.Queries))
-			for n := range st.Queries {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			var parts []string
-			for _, n := range names {
-				q := st.Queries[n]
-				parts = append(parts, fmt.Sprintf("%s batch %d lag %d", n, q.Batch, q.Lag))
-				if q.Lag != 0 || q.Error != "" {
-					drained = false
-				}
-			}
+			drained := st.Drained(DefaultTopic, want)
 			if time.Since(last) > 5*time.Second {
-				fmt.Fprintf(out, "prove: broker %s of %s; %s\n", humanize.Count(st.Topics[DefaultTopic]), humanize.Count(want), strings.Join(parts, ", "))
+				fmt.Fprintf(out, "prove: broker %s of %s; %s\n", humanize.Count(st.Topics[DefaultTopic]), humanize.Count(want), st.Lags())
 				last = time.Now()
 			}
 			if drained {

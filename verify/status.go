@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -25,17 +28,24 @@ type QueryStatus struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// StatusPath is where the appliance serves Status.
+// StatusPath is where the appliance serves Status; repeat ?query=NAME to
+// limit it to some queries.
 const StatusPath = "/status"
 
 // StatusLinePrefix starts the line the appliance prints on stderr with the
 // address of its HTTP surface, so a parent process can find it.
 const StatusLinePrefix = "lakehouse: http listening on "
 
-func fetchStatus(ctx context.Context, base string) (Status, error) {
+// fetchStatus asks the appliance for its status, limited to the named
+// queries (none: all).
+func fetchStatus(ctx context.Context, base string, queries ...string) (Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+StatusPath, nil)
+	u := base + StatusPath
+	if len(queries) > 0 {
+		u += "?" + url.Values{"query": queries}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return Status{}, err
 	}
@@ -52,4 +62,34 @@ func fetchStatus(ctx context.Context, base string) (Status, error) {
 		return Status{}, fmt.Errorf("decode status: %w", err)
 	}
 	return s, nil
+}
+
+// Drained reports whether topic holds at least want messages and every
+// query in the status has no lag and no error. A status with no queries is
+// never drained.
+func (s Status) Drained(topic string, want int64) bool {
+	if s.Topics[topic] < want || len(s.Queries) == 0 {
+		return false
+	}
+	for _, q := range s.Queries {
+		if q.Lag != 0 || q.Error != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// Lags describes each query's last batch and lag, sorted by name, for
+// progress lines: "bronze batch 12 lag 0, silver batch 11 lag 500".
+func (s Status) Lags() string {
+	names := make([]string, 0, len(s.Queries))
+	for n := range s.Queries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s batch %d lag %d", n, s.Queries[n].Batch, s.Queries[n].Lag)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -104,6 +104,15 @@ func (r Report) Failed() []Check {
 	return out
 }
 
+// FailedNames returns the names of the checks that failed, in order.
+func (r Report) FailedNames() []string {
+	var out []string
+	for _, c := range r.Failed() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
 // CountsJSON is the one-line JSON form of the counts.
 func (r Report) CountsJSON() string {
 	b, _ := json.Marshal(r.Counts)
@@ -140,18 +149,12 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect) (Rep
 	if err := r.silver(ctx, lake, exp.LateIDs); err != nil {
 		return r, err
 	}
-	if n, err := bronzeCommits(ctx, lake); err == nil {
-		r.Counts.BronzeCommits = n
-	} else {
+	if r.Counts.BronzeCommits, err = bronzeCommits(ctx, lake); err != nil {
 		return r, err
 	}
 	r.judge(exp, offs)
 	if !r.OK() {
-		names := make([]string, 0)
-		for _, c := range r.Failed() {
-			names = append(names, c.Name)
-		}
-		return r, fmt.Errorf("%w: %s", ErrFailed, strings.Join(names, ", "))
+		return r, fmt.Errorf("%w: %s", ErrFailed, strings.Join(r.FailedNames(), ", "))
 	}
 	return r, nil
 }

@@ -144,13 +144,7 @@ func (f *lakeFixture) allOffsets(partitions int) [][2]int64 {
 	return out
 }
 
-func failedNames(r Report) string {
-	var n []string
-	for _, c := range r.Failed() {
-		n = append(n, c.Name)
-	}
-	return strings.Join(n, ",")
-}
+func failedNames(r Report) string { return strings.Join(r.FailedNames(), ",") }
 
 func TestVerifyPassesOnACorrectLake(t *testing.T) {
 	f := newFixture(t, 2, 10)
@@ -229,5 +223,31 @@ func TestVerifyFailsOnBrokenLakes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestStatusDrained(t *testing.T) {
+	st := Status{Topics: map[string]int64{DefaultTopic: 10}, Queries: map[string]QueryStatus{
+		"bronze": {Batch: 3, Lag: 0}, "silver": {Batch: 2, Lag: 0},
+	}}
+	if !st.Drained(DefaultTopic, 10) {
+		t.Fatal("all queries at lag 0 with every message: want drained")
+	}
+	if st.Drained(DefaultTopic, 11) {
+		t.Fatal("topic short of want: want not drained")
+	}
+	st.Queries["silver"] = QueryStatus{Batch: 2, Lag: 5}
+	if st.Drained(DefaultTopic, 10) {
+		t.Fatal("silver lagging: want not drained")
+	}
+	st.Queries["silver"] = QueryStatus{Error: "boom"}
+	if st.Drained(DefaultTopic, 10) {
+		t.Fatal("a query in error: want not drained")
+	}
+	if (Status{Topics: map[string]int64{DefaultTopic: 10}}).Drained(DefaultTopic, 10) {
+		t.Fatal("no queries: want not drained")
+	}
+	if got := (Status{Queries: map[string]QueryStatus{"b": {Batch: 1, Lag: 2}, "a": {Batch: 0}}}).Lags(); got != "a batch 0 lag 0, b batch 1 lag 2" {
+		t.Fatalf("Lags: got %q", got)
 	}
 }

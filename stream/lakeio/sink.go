@@ -40,6 +40,16 @@ func StatsProps(s stream.ProcessStats, stateVersion int64) map[string]string {
 	return p
 }
 
+// BatchProps is the summary of batch b for a stateful processor whose last
+// processed batch was statsBatch with stats: the full stats when they are
+// b's, else only the state version b produced.
+func BatchProps(b stream.Batch, statsBatch int64, stats stream.ProcessStats) map[string]string {
+	if statsBatch != b.ID {
+		return map[string]string{SummaryStateVersion: strconv.FormatInt(b.ID, 10)}
+	}
+	return StatsProps(stats, b.ID)
+}
+
 // StatsFromSummary reads what StatsProps wrote; ok is false when the summary
 // has no stats.
 func StatsFromSummary(sum map[string]string) (s stream.ProcessStats, version int64, ok bool) {

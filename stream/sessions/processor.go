@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -118,10 +117,7 @@ func (p *Processor) BatchStats() stream.ProcessStats { return p.stats }
 // Props returns the snapshot-summary properties of batch b (after it was
 // processed): its watermark, counters and the state version it produced.
 func (p *Processor) Props(b stream.Batch) map[string]string {
-	if p.statsBatch != b.ID {
-		return map[string]string{lakeio.SummaryStateVersion: strconv.FormatInt(b.ID, 10)}
-	}
-	return lakeio.StatsProps(p.stats, b.ID)
+	return lakeio.BatchProps(b, p.statsBatch, p.stats)
 }
 
 // OpenSessions returns the number of open sessions held in state.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,10 +153,7 @@ func (p *Processor) BatchStats() stream.ProcessStats { return p.stats }
 // Props returns the snapshot-summary properties of batch b (after it was
 // processed): its watermark, counters and the state version it produced.
 func (p *Processor) Props(b stream.Batch) map[string]string {
-	if p.statsBatch != b.ID {
-		return map[string]string{lakeio.SummaryStateVersion: strconv.FormatInt(b.ID, 10)}
-	}
-	return lakeio.StatsProps(p.stats, b.ID)
+	return lakeio.BatchProps(b, p.statsBatch, p.stats)
 }
 
 // LiveIDs returns the number of ids in the dedup state (including expired
