@@ -74,6 +74,9 @@ type phaseResult struct {
 // benchKeep keeps each phase's data directory (for `verify` after a failure).
 var benchKeep bool
 
+// benchMaxOffsets is bronze's batch cap in every phase (--max-offsets-per-trigger).
+var benchMaxOffsets int64 = stream.DefaultMaxOffsetsPerTrigger
+
 // benchHeapDir, when set, receives a heap profile per phase.
 var benchHeapDir string
 
@@ -122,7 +125,7 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 	res.Expected = counts.OnTimeEditNew
 
 	f := pipelineFlags{common: common{data: dir}, source: url, userAgent: ingest.DefaultUserAgent,
-		partitions: ingest.DefaultPartitions, trigger: ph.Trigger, maxOffsets: stream.DefaultMaxOffsetsPerTrigger,
+		partitions: ingest.DefaultPartitions, trigger: ph.Trigger, maxOffsets: benchMaxOffsets,
 		checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	resetPeakRSS()

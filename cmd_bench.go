@@ -49,6 +49,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	profile := fs.String("profile", "", "write cpu.prof (whole run) and heap-<phase>.prof (when each phase has caught up) to this directory")
 	render := fs.Bool("render", false, "only rewrite results.md and freshness.svg from the existing results.json in --out")
 	fs.BoolVar(&benchKeep, "keep", false, "keep each phase's data directory and print where it is")
+	fs.Int64Var(&benchMaxOffsets, "max-offsets-per-trigger", benchMaxOffsets, "bronze batch size cap in every phase")
 	smoke := fs.Bool("smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
 	if err := parseFlags(fs, args); err != nil {
 		return err

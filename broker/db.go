@@ -41,6 +41,11 @@ type Options struct {
 	MaxGroupBytes int
 	// OpenTimeout bounds the wait for the file lock held by another process.
 	OpenTimeout time.Duration
+	// ReleaseMappedBytes: after Read has returned this many bytes of
+	// records, the broker releases the pages of its memory map that reads
+	// made resident (see ReleaseMapped). DefaultReleaseMappedBytes when 0;
+	// negative: never.
+	ReleaseMappedBytes int64
 }
 
 // DB is the bbolt implementation of Log. It is safe for concurrent use.
@@ -60,6 +65,8 @@ type DB struct {
 	rr       atomic.Uint64 // round-robin counter for keyless records
 	appendCh chan *appendReq
 	stopped  chan struct{}
+
+	readSinceRelease atomic.Int64 // record bytes Read returned since the last ReleaseMapped
 }
 
 var _ Log = (*DB)(nil)
@@ -77,6 +84,9 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	if opts.OpenTimeout <= 0 {
 		opts.OpenTimeout = DefaultOpenTimeout
+	}
+	if opts.ReleaseMappedBytes == 0 {
+		opts.ReleaseMappedBytes = DefaultReleaseMappedBytes
 	}
 	existed := false
 	if st, err := os.Stat(path); err == nil && st.Size() > 0 {
@@ -293,6 +303,8 @@ func (d *DB) Read(ctx context.Context, topic string, partition int, from int64, 
 		return nil, fmt.Errorf("read %s/%d: %w", topic, partition, ErrBadPartition)
 	}
 	var out []Message
+	var read int64
+	defer func() { d.noteRead(read) }()
 	err = d.db.View(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(topicBucketName(topic))
 		st, err := decodeState(tb.Get(partKey('s', partition)))
@@ -325,6 +337,7 @@ func (d *DB) Read(ctx context.Context, topic string, partition int, from int64, 
 				return fmt.Errorf("read %s/%d@%d: %w", topic, partition, off, err)
 			}
 			out = append(out, m)
+			read += int64(len(v))
 			next++
 		}
 		if int64(len(out)) != want {

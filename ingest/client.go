@@ -120,7 +120,7 @@ func (in *Ingester) connect(ctx context.Context, lastID string, deliver func(rec
 		Backoff: sse.Backoff{MaxRetries: -1}, // we retry ourselves, see stream
 	}
 	conn := client.NewConnection(req)
-	conn.Buffer(nil, 2*in.cfg.MaxEventBytes+4096)
+	conn.Buffer(make([]byte, sseReadBuffer), max(sseReadBuffer, 2*in.cfg.MaxEventBytes+4096))
 
 	n := 0
 	var stopped bool
@@ -164,6 +164,11 @@ func (in *Ingester) connect(ctx context.Context, lastID string, deliver func(rec
 	err = conn.Connect()
 	return n, err
 }
+
+// sseReadBuffer is the SSE parser's initial buffer. Its free space bounds
+// each read from the response body: go-sse's default (4 KiB, about three
+// events) made one read syscall per three events at full speed.
+const sseReadBuffer = 64 << 10
 
 // newTransport is the HTTP transport for the stream: bounded dial and header
 // waits, no overall timeout (the response is endless). It never reads proxy

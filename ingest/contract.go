@@ -53,8 +53,23 @@ type Contract struct {
 
 // NewContract compiles the embedded schemas.
 func NewContract() (*Contract, error) {
+	return compileContract(true)
+}
+
+// compileContract compiles the embedded schemas; with fast, integer types
+// and their bounds are checked by the number keyword (contract_number.go)
+// instead of the library's big.Rat path. The verdicts are the same (tests
+// compile both ways and compare).
+func compileContract(fast bool) (*Contract, error) {
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
+	if fast {
+		vocab, err := numberVocab()
+		if err != nil {
+			return nil, err
+		}
+		c.RegisterVocabulary(vocab)
+	}
 	for url, name := range map[string]string{
 		upstreamSchemaURL: "schema/mediawiki-recentchange-1.0.1.json",
 		contractSchemaURL: "schema/lakehouse-recentchange-contract.json",
@@ -66,6 +81,9 @@ func NewContract() (*Contract, error) {
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("parse schema %s: %w", name, err)
+		}
+		if fast {
+			fastNumbers(doc) // the parsed copy; the embedded file stays verbatim
 		}
 		if err := c.AddResource(url, doc); err != nil {
 			return nil, fmt.Errorf("add schema %s: %w", name, err)
@@ -82,7 +100,14 @@ func NewContract() (*Contract, error) {
 // The error wraps ErrNotJSON or ErrContract and its text is a one-line,
 // human-readable reason.
 func (c *Contract) Check(raw []byte) (Event, error) {
-	doc, err := decodeJSON(raw)
+	s := scratchPool.Get().(*docScratch)
+	defer func() {
+		s.release()
+		scratchPool.Put(s)
+	}()
+	// Nothing below keeps doc: the error text and the Event's strings are
+	// copies, made before s is released.
+	doc, err := decodeInto(raw, s)
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
@@ -107,6 +132,10 @@ func (c *Contract) Check(raw []byte) (Event, error) {
 	}
 	return ev, nil
 }
+
+// scratchPool holds the decoders' reusable maps, one docScratch per
+// concurrent Check.
+var scratchPool = sync.Pool{New: func() any { return newDocScratch() }}
 
 var (
 	defaultContract     *Contract

@@ -90,41 +90,7 @@ func TestBrokenEventsLandInDLQ(t *testing.T) {
 	}
 	r := &router{contract: c, topic: "rc", dlqTopic: "rc.dlq", url: "http://src/stream", maxBytes: 4096}
 	valid := mutate(t, func(m, meta map[string]any) {})
-	tests := []struct {
-		name   string
-		raw    []byte
-		class  error
-		reason string // substring of dlq.reason
-	}{
-		{"not json", []byte(`{"$schema": "/mediawiki/recentchange/1.0.0", "meta": {`), ErrNotJSON, "unexpected EOF"},
-		{"plain text", []byte("hello"), ErrNotJSON, "invalid character"},
-		{"empty data", []byte(""), ErrNotJSON, "empty data"},
-		{"trailing garbage", append(bytes.Clone(valid), " {}"...), ErrNotJSON, "data after the JSON value"},
-		{"array", append(append([]byte{'['}, valid...), ']'), ErrContract, "want object"},
-		{"oversized", append(bytes.Clone(valid[:len(valid)-1]), `,"pad":"`+strings.Repeat("x", 4096)+`"}`...), ErrOversized, "bytes > limit 4096"},
-		{"missing meta", mutate(t, func(m, meta map[string]any) { delete(m, "meta") }), ErrContract, "missing property 'meta'"},
-		{"missing meta.id", mutate(t, func(m, meta map[string]any) { delete(meta, "id") }), ErrContract, "at '/meta': missing property 'id'"},
-		{"meta.id not a uuid", mutate(t, func(m, meta map[string]any) { meta["id"] = "63d9586d-899f-4d33-b8a7" }), ErrContract, "at '/meta/id'"},
-		{"meta.dt not a date-time", mutate(t, func(m, meta map[string]any) { meta["dt"] = "26/02/2026 15:49" }), ErrContract, "at '/meta/dt'"},
-		{"missing meta.domain", mutate(t, func(m, meta map[string]any) { delete(meta, "domain") }), ErrContract, "missing property 'domain'"},
-		{"bad type", mutate(t, func(m, meta map[string]any) { m["type"] = "vandalism" }), ErrContract, "at '/type'"},
-		{"missing type", mutate(t, func(m, meta map[string]any) { delete(m, "type") }), ErrContract, "missing property 'type'"},
-		{"timestamp float", mutate(t, func(m, meta map[string]any) { m["timestamp"] = json.Number("1772120973.5") }), ErrContract, "at '/timestamp'"},
-		{"timestamp string", mutate(t, func(m, meta map[string]any) { m["timestamp"] = "1772120973" }), ErrContract, "at '/timestamp'"},
-		{"missing wiki", mutate(t, func(m, meta map[string]any) { delete(m, "wiki") }), ErrContract, "missing property 'wiki'"},
-		{"empty wiki", mutate(t, func(m, meta map[string]any) { m["wiki"] = "" }), ErrContract, "at '/wiki'"},
-		{"missing user", mutate(t, func(m, meta map[string]any) { delete(m, "user") }), ErrContract, "missing property 'user'"},
-		{"missing title", mutate(t, func(m, meta map[string]any) { delete(m, "title") }), ErrContract, "missing property 'title'"},
-		{"namespace string", mutate(t, func(m, meta map[string]any) { m["namespace"] = "0" }), ErrContract, "at '/namespace'"},
-		{"edit without revision.new", mutate(t, func(m, meta map[string]any) { m["revision"] = map[string]any{"old": json.Number("1")} }), ErrContract, "at '/revision': missing property 'new'"},
-		{"edit without length", mutate(t, func(m, meta map[string]any) { delete(m, "length") }), ErrContract, "missing property 'length'"},
-		{"new without length.new", mutate(t, func(m, meta map[string]any) {
-			m["type"] = "new"
-			m["length"] = map[string]any{}
-		}), ErrContract, "at '/length': missing property 'new'"},
-		{"upstream: bot not boolean", mutate(t, func(m, meta map[string]any) { m["bot"] = "no" }), ErrContract, "at '/bot'"},
-	}
-	for _, tc := range tests {
+	for _, tc := range brokenEvents(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := r.route(received{id: `[{"offset":7}]`, data: string(tc.raw), at: time.Unix(1, 0)})
 			if !got.dlq {
@@ -176,6 +142,50 @@ func TestBrokenEventsLandInDLQ(t *testing.T) {
 			t.Fatalf("got canary=%v dlq=%v, want canary=true dlq=false", got.canary, got.dlq)
 		}
 	})
+}
+
+// brokenEvent is one event the ingest must route to the DLQ.
+type brokenEvent struct {
+	name   string
+	raw    []byte
+	class  error
+	reason string // substring of dlq.reason
+}
+
+// brokenEvents is the table of TestBrokenEventsLandInDLQ (also run through
+// both contract compiles by TestFastNumbersSameVerdict).
+func brokenEvents(t *testing.T) []brokenEvent {
+	t.Helper()
+	valid := mutate(t, func(m, meta map[string]any) {})
+	return []brokenEvent{
+		{"not json", []byte(`{"$schema": "/mediawiki/recentchange/1.0.0", "meta": {`), ErrNotJSON, "unexpected EOF"},
+		{"plain text", []byte("hello"), ErrNotJSON, "invalid character"},
+		{"empty data", []byte(""), ErrNotJSON, "empty data"},
+		{"trailing garbage", append(bytes.Clone(valid), " {}"...), ErrNotJSON, "data after the JSON value"},
+		{"array", append(append([]byte{'['}, valid...), ']'), ErrContract, "want object"},
+		{"oversized", append(bytes.Clone(valid[:len(valid)-1]), `,"pad":"`+strings.Repeat("x", 4096)+`"}`...), ErrOversized, "bytes > limit 4096"},
+		{"missing meta", mutate(t, func(m, meta map[string]any) { delete(m, "meta") }), ErrContract, "missing property 'meta'"},
+		{"missing meta.id", mutate(t, func(m, meta map[string]any) { delete(meta, "id") }), ErrContract, "at '/meta': missing property 'id'"},
+		{"meta.id not a uuid", mutate(t, func(m, meta map[string]any) { meta["id"] = "63d9586d-899f-4d33-b8a7" }), ErrContract, "at '/meta/id'"},
+		{"meta.dt not a date-time", mutate(t, func(m, meta map[string]any) { meta["dt"] = "26/02/2026 15:49" }), ErrContract, "at '/meta/dt'"},
+		{"missing meta.domain", mutate(t, func(m, meta map[string]any) { delete(meta, "domain") }), ErrContract, "missing property 'domain'"},
+		{"bad type", mutate(t, func(m, meta map[string]any) { m["type"] = "vandalism" }), ErrContract, "at '/type'"},
+		{"missing type", mutate(t, func(m, meta map[string]any) { delete(m, "type") }), ErrContract, "missing property 'type'"},
+		{"timestamp float", mutate(t, func(m, meta map[string]any) { m["timestamp"] = json.Number("1772120973.5") }), ErrContract, "at '/timestamp'"},
+		{"timestamp string", mutate(t, func(m, meta map[string]any) { m["timestamp"] = "1772120973" }), ErrContract, "at '/timestamp'"},
+		{"missing wiki", mutate(t, func(m, meta map[string]any) { delete(m, "wiki") }), ErrContract, "missing property 'wiki'"},
+		{"empty wiki", mutate(t, func(m, meta map[string]any) { m["wiki"] = "" }), ErrContract, "at '/wiki'"},
+		{"missing user", mutate(t, func(m, meta map[string]any) { delete(m, "user") }), ErrContract, "missing property 'user'"},
+		{"missing title", mutate(t, func(m, meta map[string]any) { delete(m, "title") }), ErrContract, "missing property 'title'"},
+		{"namespace string", mutate(t, func(m, meta map[string]any) { m["namespace"] = "0" }), ErrContract, "at '/namespace'"},
+		{"edit without revision.new", mutate(t, func(m, meta map[string]any) { m["revision"] = map[string]any{"old": json.Number("1")} }), ErrContract, "at '/revision': missing property 'new'"},
+		{"edit without length", mutate(t, func(m, meta map[string]any) { delete(m, "length") }), ErrContract, "missing property 'length'"},
+		{"new without length.new", mutate(t, func(m, meta map[string]any) {
+			m["type"] = "new"
+			m["length"] = map[string]any{}
+		}), ErrContract, "at '/length': missing property 'new'"},
+		{"upstream: bot not boolean", mutate(t, func(m, meta map[string]any) { m["bot"] = "no" }), ErrContract, "at '/bot'"},
+	}
 }
 
 func TestViolateBreaksTheContract(t *testing.T) {

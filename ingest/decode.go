@@ -2,9 +2,12 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -23,7 +26,13 @@ import (
 // any input it does not accept, encoding/json decodes again to give the
 // error (and the same verdict).
 func decodeJSON(raw []byte) (any, error) {
-	p := fastParser{b: raw}
+	return decodeInto(raw, nil)
+}
+
+// decodeInto is decodeJSON taking the result's maps and slices from s when
+// s is not nil: they stay valid only until s.release.
+func decodeInto(raw []byte, s *docScratch) (any, error) {
+	p := fastParser{b: raw, s: s}
 	p.ws()
 	v, ok := p.value(0)
 	if ok {
@@ -58,6 +67,94 @@ const maxDepth = 10000
 type fastParser struct {
 	b []byte
 	i int
+	s *docScratch // nil: allocate every map and slice
+}
+
+// docScratch keeps the maps and slices of decoded documents for the next
+// document (Contract.Check decodes one event, validates it and drops it).
+// Events have one shape, so the n-th map of the next event is about as big
+// as the n-th map of this one: reuse sizes it without growth steps. The
+// profile showed map growth (mapassign) as most of the decoder's cost and
+// its garbage as a large share of the GC work.
+type docScratch struct {
+	maps  []map[string]any
+	nmaps int
+	arrs  [][]any
+	narrs int
+	text  []byte // unquoted strings (with escapes) of the current document
+}
+
+// Limits on what a docScratch keeps between documents: an odd, huge
+// document is decoded as usual but its big maps and slices are not kept.
+const (
+	scratchMaps   = 64
+	scratchMapLen = 64
+	scratchArrs   = 16
+	scratchArrLen = 256
+	scratchText   = 16 << 10
+)
+
+func newDocScratch() *docScratch {
+	return &docScratch{text: make([]byte, 0, scratchText)}
+}
+
+func (s *docScratch) newMap() map[string]any {
+	if s.nmaps < len(s.maps) {
+		m := s.maps[s.nmaps]
+		s.nmaps++
+		return m // cleared by release
+	}
+	m := make(map[string]any, 8)
+	if len(s.maps) < scratchMaps {
+		s.maps = append(s.maps, m)
+		s.nmaps++
+	}
+	return m
+}
+
+// newArr returns an empty slice and its slot (-1: not kept); the caller
+// stores the filled slice back with keepArr.
+func (s *docScratch) newArr() (int, []any) {
+	if s.narrs < len(s.arrs) {
+		s.narrs++
+		return s.narrs - 1, s.arrs[s.narrs-1][:0]
+	}
+	a := make([]any, 0, 4)
+	if len(s.arrs) < scratchArrs {
+		s.arrs = append(s.arrs, a)
+		s.narrs++
+		return s.narrs - 1, a
+	}
+	return -1, a
+}
+
+func (s *docScratch) keepArr(slot int, a []any) {
+	if slot >= 0 {
+		s.arrs[slot] = a
+	}
+}
+
+// release empties everything the last document used, dropping references
+// into its bytes.
+func (s *docScratch) release() {
+	for i, m := range s.maps[:s.nmaps] {
+		if len(m) > scratchMapLen {
+			s.maps[i] = make(map[string]any, 8)
+			continue
+		}
+		clear(m)
+	}
+	s.nmaps = 0
+	for i, a := range s.arrs[:s.narrs] {
+		if cap(a) > scratchArrLen {
+			s.arrs[i] = make([]any, 0, 4)
+			continue
+		}
+		clear(a)
+		s.arrs[i] = a[:0]
+	}
+	s.narrs = 0
+	s.text = s.text[:0]
 }
 
 func (p *fastParser) ws() {
@@ -78,7 +175,12 @@ func (p *fastParser) value(depth int) (any, bool) {
 	switch c := p.b[p.i]; {
 	case c == '{':
 		p.i++
-		m := make(map[string]any, 8)
+		var m map[string]any
+		if p.s != nil {
+			m = p.s.newMap()
+		} else {
+			m = make(map[string]any, 8)
+		}
 		p.ws()
 		if p.i < len(p.b) && p.b[p.i] == '}' {
 			p.i++
@@ -117,7 +219,12 @@ func (p *fastParser) value(depth int) (any, bool) {
 		}
 	case c == '[':
 		p.i++
-		a := make([]any, 0, 4)
+		slot, a := -1, []any(nil)
+		if p.s != nil {
+			slot, a = p.s.newArr()
+		} else {
+			a = make([]any, 0, 4)
+		}
 		p.ws()
 		if p.i < len(p.b) && p.b[p.i] == ']' {
 			p.i++
@@ -139,6 +246,9 @@ func (p *fastParser) value(depth int) (any, bool) {
 				p.i++
 			case ']':
 				p.i++
+				if p.s != nil {
+					p.s.keepArr(slot, a)
+				}
 				return a, true
 			default:
 				return nil, false
@@ -166,8 +276,9 @@ func (p *fastParser) lit(s string) bool {
 	return false
 }
 
-// str parses a string. Plain strings (no escapes, valid UTF-8) are copied
-// directly; anything else goes through encoding/json for identical results.
+// str parses a string. Plain strings (no escapes, valid UTF-8) share raw's
+// memory; anything else is unquoted as encoding/json does (FuzzDecodeJSON
+// compares them), into the scratch's arena when there is one.
 func (p *fastParser) str() (string, bool) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return "", false
@@ -176,6 +287,10 @@ func (p *fastParser) str() (string, bool) {
 	p.i++
 	plain := true
 	for p.i < len(p.b) {
+		p.i = skipPlain(p.b, p.i)
+		if p.i >= len(p.b) {
+			break
+		}
 		c := p.b[p.i]
 		switch {
 		case c == '"':
@@ -183,11 +298,21 @@ func (p *fastParser) str() (string, bool) {
 			if plain {
 				return unsafeString(p.b[start+1 : p.i-1]), true
 			}
-			var s string
-			if json.Unmarshal(p.b[start:p.i], &s) != nil {
+			body := p.b[start+1 : p.i-1]
+			// With a scratch, unquote into its arena when the worst case fits.
+			var dst []byte
+			arena := p.s != nil && cap(p.s.text)-len(p.s.text) >= 3*len(body)
+			if arena {
+				dst = p.s.text[len(p.s.text):]
+			}
+			out, ok := unquote(dst, body)
+			if !ok {
 				return "", false
 			}
-			return s, true
+			if arena {
+				p.s.text = p.s.text[:len(p.s.text)+len(out)]
+			}
+			return unsafeString(out), true
 		case c == '\\':
 			plain = false
 			p.i += 2
@@ -205,6 +330,42 @@ func (p *fastParser) str() (string, bool) {
 		p.i++
 	}
 	return "", false
+}
+
+// asciiPlain marks the bytes a string can hold as they are: printable
+// ASCII except '"' and '\\'.
+var asciiPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// skipPlain returns the index of the first byte at or after i that is not
+// asciiPlain (len(b) if none), testing eight bytes at a time: strings are
+// most of an event's bytes.
+func skipPlain(b []byte, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		quote := w ^ (ones * '"')
+		slash := w ^ (ones * '\\')
+		// A byte of x is zero (or, for ctrl, below 0x20) where the high bit of
+		// the expression is set; any byte >= 0x80 sets it in w itself.
+		special := (quote - ones) & ^quote
+		special |= (slash - ones) & ^slash
+		special |= (w - ones*0x20) & ^w
+		if (special|w)&highs != 0 {
+			break
+		}
+	}
+	for i < len(b) && asciiPlain[b[i]] {
+		i++
+	}
+	return i
 }
 
 // number checks JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
@@ -252,4 +413,104 @@ func unsafeString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// unquote decodes the body of a JSON string (between the quotes) that has
+// escapes or invalid UTF-8, with encoding/json's results: invalid UTF-8 and
+// lone surrogates become U+FFFD. It refuses (false) what encoding/json's
+// scanner refuses: control characters, a bare '"', unknown escapes
+// (including \'), and a \u without four hex digits.
+//
+// It appends to dst[:0] when dst has room for the worst case, and to a new
+// slice otherwise; the caller owns the result either way.
+func unquote(dst, s []byte) ([]byte, bool) {
+	// Each input byte gives at most 3 output bytes (an invalid byte becomes
+	// U+FFFD), so the result never grows past the check below.
+	var b []byte
+	if cap(dst) >= 3*len(s) {
+		b = dst[:0]
+	} else {
+		b = make([]byte, 0, len(s)+utf8.UTFMax)
+	}
+	for r := 0; r < len(s); {
+		switch c := s[r]; {
+		case c == '\\':
+			r++
+			if r >= len(s) {
+				return nil, false
+			}
+			switch s[r] {
+			case '"', '\\', '/':
+				b = append(b, s[r])
+				r++
+			case 'b':
+				b = append(b, '\b')
+				r++
+			case 'f':
+				b = append(b, '\f')
+				r++
+			case 'n':
+				b = append(b, '\n')
+				r++
+			case 'r':
+				b = append(b, '\r')
+				r++
+			case 't':
+				b = append(b, '\t')
+				r++
+			case 'u':
+				rr := hex4(s[r+1:])
+				if rr < 0 {
+					return nil, false
+				}
+				r += 5
+				if utf16.IsSurrogate(rr) {
+					if r+1 < len(s) && s[r] == '\\' && s[r+1] == 'u' {
+						rr1 := hex4(s[r+2:])
+						if dec := utf16.DecodeRune(rr, rr1); dec != unicode.ReplacementChar {
+							r += 6
+							b = utf8.AppendRune(b, dec)
+							break
+						}
+					}
+					rr = unicode.ReplacementChar
+				}
+				b = utf8.AppendRune(b, rr)
+			default:
+				return nil, false
+			}
+		case c == '"', c < ' ':
+			return nil, false
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			r += size
+			b = utf8.AppendRune(b, rr)
+		}
+	}
+	return b, true
+}
+
+// hex4 reads four hex digits (-1 if there are not four).
+func hex4(s []byte) rune {
+	if len(s) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
 }

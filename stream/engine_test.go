@@ -411,3 +411,41 @@ func TestRunFollowsAndStops(t *testing.T) {
 	}
 	checkExactlyOnce(t, sink.pairs("bronze"), endOffsets(t, db), false)
 }
+
+// TestRunCappedBatchesDoNotWaitForTrigger: with a trigger far longer than
+// the test, a backlog of several capped batches still drains, and the
+// batch after the last capped one (which is not capped) waits for the
+// trigger: the next append is not picked up until then.
+func TestRunCappedBatchesDoNotWaitForTrigger(t *testing.T) {
+	dir := t.TempDir()
+	db := openBroker(t, filepath.Join(dir, "broker.db"), 2)
+	defer db.Close()
+	fill(t, db, 350, 50)
+	sink := newMemSink()
+	cfg := Config{CheckpointDir: filepath.Join(dir, "cp"), Trigger: time.Hour, MaxOffsetsPerTrigger: 100}
+	q := newTestQuery(t, cfg, db, sink, nil, &memProgress{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- q.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, runs := q.Last(); runs < 4; _, runs = q.Last() {
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog of 350 in batches of 100 with a 1 h trigger: %d batches ran, want 4", runs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := len(sink.pairs("bronze")); got != 350 {
+		t.Errorf("landed %d, want 350", got)
+	}
+	// The last batch was not capped: the query now waits out its trigger.
+	fill(t, db, 10, 10)
+	time.Sleep(300 * time.Millisecond)
+	if got := len(sink.pairs("bronze")); got != 350 {
+		t.Errorf("after an uncapped batch the query ran before its trigger: landed %d, want 350", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel: got %v, want nil", err)
+	}
+}

@@ -155,12 +155,13 @@ func (q *Query) run(ctx context.Context) error {
 		}
 		next = *pending
 	}
-	lastStart := time.Now()
+	var lastStart time.Time // the first batch starts at once
 	for {
 		if err := q.flushProgress(ctx, false); err != nil {
 			q.cfg.Logger.Warn("stream progress flush failed", "query", q.cfg.Name, "err", err)
 		}
-		if q.cfg.Trigger > 0 {
+		// A batch that hit the cap left a backlog: the next one starts now.
+		if q.cfg.Trigger > 0 && !q.capped {
 			if d := time.Until(lastStart.Add(q.cfg.Trigger)); d > 0 {
 				if err := sleep(ctx, d); err != nil {
 					return err

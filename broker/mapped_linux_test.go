@@ -1,0 +1,123 @@
+package broker_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"lakehouse/broker"
+)
+
+// rssFileBytes is this process's resident file-backed memory (RssFile in
+// /proc/self/status): the pages of broker.db's map that reads touched.
+func rssFileBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "RssFile:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Skip("no RssFile in /proc/self/status (kernel older than 4.5)")
+	return 0
+}
+
+// fillBroker appends mib MiB of 8 KiB records to topic "t" (1 partition).
+func fillBroker(t *testing.T, db *broker.DB, mib int) []byte {
+	t.Helper()
+	ctx := context.Background()
+	if err := db.CreateTopic(ctx, "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte("0123456789abcdef"), 512) // 8 KiB
+	for i := 0; i < mib; i++ {
+		recs := make([]broker.Record, 128)
+		for j := range recs {
+			recs[j] = broker.Record{Topic: "t", Partition: 0, Value: val}
+		}
+		if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return val
+}
+
+// readAll reads the whole partition in chunks of 256 records and checks
+// every value.
+func readAll(t *testing.T, db *broker.DB, want []byte) int {
+	t.Helper()
+	n := 0
+	for {
+		msgs, err := db.Read(context.Background(), "t", 0, int64(n), 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			return n
+		}
+		for _, m := range msgs {
+			if !bytes.Equal(m.Value, want) {
+				t.Fatalf("offset %d: value changed", m.Offset)
+			}
+		}
+		n += len(msgs)
+	}
+}
+
+// TestReleaseMapped: reading a backlog makes broker.db's pages resident in
+// the process; ReleaseMapped drops them and the data reads back unchanged.
+func TestReleaseMapped(t *testing.T) {
+	const mib = 48
+	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{ReleaseMappedBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	val := fillBroker(t, db, mib)
+	before := rssFileBytes(t)
+	if n := readAll(t, db, val); n != mib*128 {
+		t.Fatalf("read %d records, want %d", n, mib*128)
+	}
+	read := rssFileBytes(t)
+	if grew := read - before; grew < mib<<20/2 {
+		t.Fatalf("inconclusive: reading %d MiB made only %d KiB of the map resident", mib, grew>>10)
+	}
+	if err := db.ReleaseMapped(); err != nil {
+		t.Fatal(err)
+	}
+	after := rssFileBytes(t)
+	if left := after - before; left > 4<<20 {
+		t.Fatalf("after ReleaseMapped %d KiB of the map still resident (had %d KiB)", left>>10, (read-before)>>10)
+	}
+	if n := readAll(t, db, val); n != mib*128 {
+		t.Fatalf("after release read %d records, want %d", n, mib*128)
+	}
+}
+
+// TestReadReleasesMapped: with ReleaseMappedBytes set, reading a backlog
+// keeps the resident part of the map near that many bytes.
+func TestReadReleasesMapped(t *testing.T) {
+	const mib, every = 48, 8 << 20
+	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{ReleaseMappedBytes: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	val := fillBroker(t, db, mib)
+	before := rssFileBytes(t)
+	readAll(t, db, val)
+	if grew := rssFileBytes(t) - before; grew > 3*every {
+		t.Fatalf("reading %d MiB left %d KiB of the map resident, want at most %d KiB", mib, grew>>10, 3*every>>10)
+	}
+}
