@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -174,10 +175,13 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := fn(ctx); err != nil && ctx.Err() == nil {
-				p.log.Error("component failed; stopping the appliance", "component", name, "err", err)
-				cancel(fmt.Errorf("%s: %w", name, err))
-			}
+			// The label tags CPU profiles (bench --profile) by component.
+			pprof.Do(ctx, pprof.Labels("component", name), func(ctx context.Context) {
+				if err := fn(ctx); err != nil && ctx.Err() == nil {
+					p.log.Error("component failed; stopping the appliance", "component", name, "err", err)
+					cancel(fmt.Errorf("%s: %w", name, err))
+				}
+			})
 		}()
 	}
 	if p.flags.httpAddr != "" {

@@ -71,6 +71,9 @@ type phaseResult struct {
 	freshnessSample []float64
 }
 
+// stallTimeout: a phase fails when silver commits nothing new for this long.
+const stallTimeout = time.Minute
+
 // benchKeep keeps each phase's data directory (for `verify` after a failure).
 var benchKeep bool
 
@@ -144,7 +147,11 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 	go func() { errc <- p.run(runCtx, io.Discard) }()
 
 	var firstSend, lastSend time.Time
-	deadline := time.Now().Add(ph.Duration + 2*time.Minute)
+	// A phase the appliance cannot keep up with publishes for longer than
+	// its duration and then catches up; it is given up only when silver
+	// makes no progress for stallTimeout (or after the hard cap).
+	hardCap := time.Now().Add(10*ph.Duration + 5*time.Minute)
+	lastProgress, lastMark := time.Now(), ""
 	for {
 		time.Sleep(100 * time.Millisecond)
 		now := time.Now()
@@ -164,8 +171,12 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 			writeHeapProfile(fmt.Sprintf("heap-%d-%s.prof", int64(ph.Rate), ph.Trigger))
 			break
 		}
-		if now.After(deadline) {
-			res.Error = "silver did not catch up within the phase plus 2 minutes"
+		// Progress: the broker or any query moved.
+		if mark := fmt.Sprint(c.Sent, st.Topics[ingest.DefaultTopic], st.Lags()); mark != lastMark {
+			lastProgress, lastMark = now, mark
+		}
+		if now.Sub(lastProgress) > stallTimeout || now.After(hardCap) {
+			res.Error = fmt.Sprintf("the pipeline stopped catching up (no progress for %s, or over %s in all): %s", stallTimeout, 10*ph.Duration+5*time.Minute, st.Lags())
 			break
 		}
 		select {

@@ -30,6 +30,9 @@ type benchReport struct {
 	BronzeDrainRate  float64       `json:"bronze_drain_records_per_s"`
 	BronzeDrainMBps  float64       `json:"bronze_drain_mb_per_s"`
 	MaxSustainedRate float64       `json:"max_sustained_rate"`
+	// Search holds the phases of the step-up search for the highest
+	// sustainable rate (default trigger, above the fastest phase kept up).
+	Search []phaseResult `json:"max_rate_search,omitempty"`
 }
 
 // originalFigures are the original pipeline's published results (45 s
@@ -50,6 +53,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	render := fs.Bool("render", false, "only rewrite results.md and freshness.svg from the existing results.json in --out")
 	fs.BoolVar(&benchKeep, "keep", false, "keep each phase's data directory and print where it is")
 	fs.Int64Var(&benchMaxOffsets, "max-offsets-per-trigger", benchMaxOffsets, "bronze batch size cap in every phase")
+	searchStep := fs.Float64("search-step", 2500, "after the phases, step the rate up by this much (default trigger, 30 s phases) from the fastest phase that kept up until one does not (0: skip)")
 	smoke := fs.Bool("smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -66,7 +70,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return writeBenchReport(*out, rep)
 	}
 	if *smoke {
-		*ratesS, *triggersS, *phaseDur, *producerN, *drainN = "200,2000", "500ms", 3*time.Second, 0, 0
+		*ratesS, *triggersS, *phaseDur, *producerN, *drainN, *searchStep = "200,2000", "500ms", 3*time.Second, 0, 0, 0
 	}
 	rates, err := parseFloats(*ratesS)
 	if err != nil {
@@ -126,8 +130,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "bench: bronze drain %s records/s (%.1f MB/s)\n", humanize.Count(int64(rep.BronzeDrainRate)), rep.BronzeDrainMBps)
 	}
 	for _, p := range rep.Phases {
-		if p.KeptUp && p.Phase.Rate > rep.MaxSustainedRate {
+		if p.KeptUp && p.Phase.Trigger == triggers[0] && p.Phase.Rate > rep.MaxSustainedRate {
 			rep.MaxSustainedRate = p.Phase.Rate
+		}
+	}
+	if *searchStep > 0 && rep.MaxSustainedRate > 0 {
+		for rate := rep.MaxSustainedRate + *searchStep; ctx.Err() == nil; rate += *searchStep {
+			p := runPhase(ctx, benchPhase{Rate: rate, Trigger: triggers[0], Duration: 30 * time.Second}, base, stdout)
+			rep.Search = append(rep.Search, p)
+			if !p.KeptUp {
+				break
+			}
+			rep.MaxSustainedRate = rate
 		}
 	}
 	if !*smoke {
@@ -137,7 +151,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "bench: wrote %s\n", filepath.Join(*out, "results.md"))
 	}
 	var missing []string
-	for _, p := range rep.Phases {
+	for _, p := range append(rep.Phases, rep.Search...) {
 		if p.Error != "" || p.FoundSilver != p.Expected || p.DistinctSilver != p.Expected {
 			missing = append(missing, fmt.Sprintf("%s: silver %d of %d (%d distinct; broker %d, DLQ %d, bronze %d; silver dropped %d late, %d duplicates, %d unparseable) %s",
 				p.Phase.name(), p.FoundSilver, p.Expected, p.DistinctSilver, p.BrokerMessages, p.DLQMessages, p.BronzeRows, p.SilverLate, p.SilverDups, p.SilverBad, p.Error))
@@ -191,12 +205,7 @@ func writeBenchReport(dir string, rep benchReport) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmark results\n\nProduced by `%s` on %s (%s).\n\n", strings.TrimSpace(rep.Command), rep.When.Format("2006-01-02 15:04 MST"), rep.Machine)
 	b.WriteString("Freshness is each silver row's commit time (its snapshot's timestamp) minus the time the replay server sent the event (its `meta.dt`). Counts come from the tables on disk after the phase; CPU from rusage; peak RSS is the kernel's VmHWM, reset per phase, and includes the pages of broker.db that bbolt maps (file cache the kernel can drop); peak anon is the largest anonymous resident memory (heap, stacks, buffers) sampled every 100 ms. The trigger column is bronze's; silver and sessions run as soon as the table they read commits (`--downstream-trigger 0`, the default).\n\n")
-	b.WriteString("| phase | asked ev/s | achieved ev/s | silver found / expected | p50 s | p95 s | p99 s | catch-up s | bronze commits | silver commits | data files | CPU s | peak RSS MiB | peak anon MiB | kept up |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, p := range rep.Phases {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s / %s | %.2f | %.2f | %.2f | %.1f | %d | %d | %d | %.1f | %.0f | %.0f | %v |\n",
-			p.Phase.name(), humanize.Count(int64(p.Phase.Rate)), humanize.Count(int64(p.AchievedRate)), humanize.Count(p.FoundSilver), humanize.Count(p.Expected),
-			p.FreshP50, p.FreshP95, p.FreshP99, p.CatchUpSeconds, p.BronzeCommits, p.SilverCommits, p.DataFiles, p.CPUSeconds, p.PeakRSSMiB, p.PeakAnonMiB, yesNo(p.KeptUp, p.Error))
-	}
+	writePhaseTable(&b, rep.Phases)
 	b.WriteString("\nThe original pipeline (45 s phases, 10 s trigger, local run), for comparison:\n\n| asked ev/s | achieved ev/s | p95 s |\n|---|---|---|\n")
 	for _, o := range originalFigures {
 		fmt.Fprintf(&b, "| %s | %s | %.1f |\n", humanize.Count(int64(o.rate)), humanize.Count(int64(o.achieved)), o.p95)
@@ -204,9 +213,28 @@ func writeBenchReport(dir string, rep benchReport) error {
 	b.WriteString("\nIts one-process producer topped out near 10,000 events/s.\n\n## Separate measurements\n\n")
 	fmt.Fprintf(&b, "- producer ceiling (loopback SSE -> contract -> durable broker): %s events/s\n", humanize.Count(int64(rep.ProducerCeiling)))
 	fmt.Fprintf(&b, "- bronze backlog drain (broker -> Iceberg bronze): %s records/s, %.1f MB/s\n", humanize.Count(int64(rep.BronzeDrainRate)), rep.BronzeDrainMBps)
-	fmt.Fprintf(&b, "- highest phase rate at which silver kept up (every event in silver, caught up within 3 triggers + 5 s): %s events/s\n", humanize.Count(int64(rep.MaxSustainedRate)))
+	fmt.Fprintf(&b, "- maximum sustainable rate end to end (default trigger; every event in silver, caught up within 3 triggers + 5 s): %s events/s\n", humanize.Count(int64(rep.MaxSustainedRate)))
+	if len(rep.Search) > 0 {
+		b.WriteString("\nThe step-up search for that rate (30 s phases above the fastest phase kept up, until one is not):\n\n")
+		writePhaseTable(&b, rep.Search)
+	}
 	b.WriteString("\n![freshness per phase](freshness.svg)\n")
 	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644)
+}
+
+// writePhaseTable renders phases as a markdown table. CPU µs/event is the
+// process's CPU time (replay server included) over the events published.
+func writePhaseTable(b *strings.Builder, phases []phaseResult) {
+	b.WriteString("| phase | asked ev/s | achieved ev/s | silver found / expected | p50 s | p95 s | p99 s | catch-up s | bronze commits | silver commits | data files | CPU s | CPU µs/event | peak RSS MiB | peak anon MiB | kept up |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, p := range phases {
+		perEvent := 0.0
+		if p.Published > 0 {
+			perEvent = p.CPUSeconds * 1e6 / float64(p.Published)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s / %s | %.2f | %.2f | %.2f | %.1f | %d | %d | %d | %.1f | %.0f | %.0f | %.0f | %v |\n",
+			p.Phase.name(), humanize.Count(int64(p.Phase.Rate)), humanize.Count(int64(p.AchievedRate)), humanize.Count(p.FoundSilver), humanize.Count(p.Expected),
+			p.FreshP50, p.FreshP95, p.FreshP99, p.CatchUpSeconds, p.BronzeCommits, p.SilverCommits, p.DataFiles, p.CPUSeconds, perEvent, p.PeakRSSMiB, p.PeakAnonMiB, yesNo(p.KeptUp, p.Error))
+	}
 }
 
 func yesNo(ok bool, errText string) string {

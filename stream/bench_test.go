@@ -145,8 +145,9 @@ func BenchmarkBronzeDrain(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		if last, runs := q.Last(); runs != 10 || last.Lag != 0 {
-			b.Fatalf("batches: got %d (lag %d), want 10 (lag 0)", runs, last.Lag)
+		want := int64((benchBacklog + DefaultMaxOffsetsPerTrigger - 1) / DefaultMaxOffsetsPerTrigger)
+		if last, runs := q.Last(); runs != want || last.Lag != 0 {
+			b.Fatalf("batches: got %d (lag %d), want %d (lag 0)", runs, last.Lag, want)
 		}
 		m, ok, err := lake.LastCommitted(ctx, table.Bronze, BronzeQuery)
 		if err != nil || !ok {
