@@ -120,7 +120,8 @@ func (in *Ingester) connect(ctx context.Context, lastID string, deliver func(rec
 		Backoff: sse.Backoff{MaxRetries: -1}, // we retry ourselves, see stream
 	}
 	conn := client.NewConnection(req)
-	conn.Buffer(make([]byte, sseReadBuffer), max(sseReadBuffer, 2*in.cfg.MaxEventBytes+4096))
+	limit := 2*in.cfg.MaxEventBytes + 4096 // the longest frame read (a larger buffer would raise it)
+	conn.Buffer(make([]byte, min(sseReadBuffer, limit)), limit)
 
 	n := 0
 	var stopped bool
