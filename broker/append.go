@@ -113,8 +113,11 @@ func (d *DB) commitLoop() {
 
 func (d *DB) commitGroup(group []*appendReq) error {
 	// bbolt keeps references to Put's value until the transaction commits,
-	// so each encoded record gets its own bytes, carved from large slabs.
+	// so each encoded record gets its own bytes, carved from large slabs
+	// that are reused by the next group once this one committed.
 	var slab []byte
+	used := 0
+	defer d.keepSlabs()
 	err := d.db.Update(func(tx *bolt.Tx) error {
 		type tp struct {
 			topic string
@@ -153,7 +156,7 @@ func (d *DB) commitGroup(group []*appendReq) error {
 					buckets[key] = rb
 				}
 				if need := encodedSize(r); cap(slab)-len(slab) < need {
-					slab = make([]byte, 0, max(need, 1<<20))
+					slab = d.nextSlab(&used, need)
 				}
 				start := len(slab)
 				slab = encodeRecord(slab, r)
@@ -184,4 +187,38 @@ func (d *DB) commitGroup(group []*appendReq) error {
 	}
 	fault.Hit(hookAfterCommit)
 	return nil
+}
+
+// slabSize is the size of one encode slab; keptSlabs how many stay
+// allocated between groups (a group of ordinary size fits in them).
+const (
+	slabSize  = 1 << 20
+	keptSlabs = 4
+)
+
+// nextSlab returns an empty slab of at least need bytes for the group being
+// committed: a kept one not yet used by this group, or a new one.
+// Committer goroutine only.
+func (d *DB) nextSlab(used *int, need int) []byte {
+	for *used < len(d.slabs) {
+		s := d.slabs[*used][:0]
+		*used++
+		if cap(s) >= need {
+			return s
+		}
+	}
+	s := make([]byte, 0, max(need, slabSize))
+	d.slabs = append(d.slabs, s)
+	*used++
+	return s
+}
+
+// keepSlabs runs after a group's transaction has ended (bbolt no longer
+// refers to the slabs) and keeps at most keptSlabs of them for the next
+// group, so a rare huge group does not pin its memory.
+func (d *DB) keepSlabs() {
+	if len(d.slabs) > keptSlabs {
+		clear(d.slabs[keptSlabs:])
+		d.slabs = d.slabs[:keptSlabs]
+	}
 }

@@ -67,6 +67,7 @@ type DB struct {
 	stopped  chan struct{}
 
 	readSinceRelease atomic.Int64 // record bytes Read returned since the last ReleaseMapped
+	slabs            [][]byte     // encode buffers reused between group commits (committer goroutine only)
 }
 
 var _ Log = (*DB)(nil)
