@@ -107,6 +107,7 @@ func (d *DB) commitLoop() {
 		}
 		if err == nil {
 			d.notify()
+			d.noteMapped(int64(size))
 		}
 	}
 }

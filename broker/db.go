@@ -41,10 +41,10 @@ type Options struct {
 	MaxGroupBytes int
 	// OpenTimeout bounds the wait for the file lock held by another process.
 	OpenTimeout time.Duration
-	// ReleaseMappedBytes: after Read has returned this many bytes of
-	// records, the broker releases the pages of its memory map that reads
-	// made resident (see ReleaseMapped). DefaultReleaseMappedBytes when 0;
-	// negative: never.
+	// ReleaseMappedBytes: after this many bytes of records were read or
+	// appended, the broker releases the pages of its memory map that reads
+	// and commits made resident (see ReleaseMapped).
+	// DefaultReleaseMappedBytes when 0; negative: never.
 	ReleaseMappedBytes int64
 }
 
@@ -66,8 +66,8 @@ type DB struct {
 	appendCh chan *appendReq
 	stopped  chan struct{}
 
-	readSinceRelease atomic.Int64 // record bytes Read returned since the last ReleaseMapped
-	slabs            [][]byte     // encode buffers reused between group commits (committer goroutine only)
+	mappedSinceRelease atomic.Int64 // record bytes read or appended since the last ReleaseMapped
+	slabs              [][]byte     // encode buffers reused between group commits (committer goroutine only)
 }
 
 var _ Log = (*DB)(nil)
@@ -305,7 +305,7 @@ func (d *DB) Read(ctx context.Context, topic string, partition int, from int64, 
 	}
 	var out []Message
 	var read int64
-	defer func() { d.noteRead(read) }()
+	defer func() { d.noteMapped(read) }()
 	err = d.db.View(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(topicBucketName(topic))
 		st, err := decodeState(tb.Get(partKey('s', partition)))

@@ -4,27 +4,29 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// DefaultReleaseMappedBytes is how many bytes of records Read returns between
-// two releases of broker.db's resident map pages.
+// DefaultReleaseMappedBytes is how many bytes of records are read or
+// appended between two releases of broker.db's resident map pages.
 const DefaultReleaseMappedBytes = 64 << 20
 
 // bbolt reads through a read-only, shared memory map of broker.db. Every page
-// a reader touches stays mapped into the process, so a consumer that reads a
-// backlog once (bronze does) leaves the whole file resident: the process's
-// RSS grows with the log, although those pages are only file cache the
+// the process touches stays mapped into it: pages a consumer reads (bronze
+// reads a backlog once) and pages a commit reads on its way down the tree
+// (copy-on-write moves the rightmost leaves to new pages on every commit).
+// So the process's RSS grew with the log, by a third of what was appended
+// and all of what was read, although those pages are only file cache the
 // kernel could drop. The broker therefore releases them every
-// ReleaseMappedBytes of reads. The page cache keeps the data; a later access
-// faults the page back in from it (a minor fault, no disk read while the
-// cache holds it).
+// ReleaseMappedBytes of records read or appended. The page cache keeps the
+// data; a later access faults the page back in from it (a minor fault, no
+// disk read while the cache holds it).
 
-// noteRead counts n bytes returned by Read and releases the map once enough
-// accumulated.
-func (d *DB) noteRead(n int64) {
+// noteMapped counts n bytes of records read or appended and releases the
+// map once enough accumulated.
+func (d *DB) noteMapped(n int64) {
 	every := d.opts.ReleaseMappedBytes
-	if every < 0 || d.readSinceRelease.Add(n) < every {
+	if every < 0 || d.mappedSinceRelease.Add(n) < every {
 		return
 	}
-	d.readSinceRelease.Store(0)
+	d.mappedSinceRelease.Store(0)
 	// Best effort: a failed release costs memory, never data.
 	_ = d.ReleaseMapped()
 }

@@ -121,3 +121,44 @@ func TestReadReleasesMapped(t *testing.T) {
 		t.Fatalf("reading %d MiB left %d KiB of the map resident, want at most %d KiB", mib, grew>>10, 3*every>>10)
 	}
 }
+
+// appendGrowth appends ~120 MiB of 1.2 KB records to 4 partitions and
+// returns how much of broker.db's map the commits left resident.
+func appendGrowth(t *testing.T, release int64) int64 {
+	t.Helper()
+	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{ReleaseMappedBytes: release})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if err := db.CreateTopic(ctx, "t", 4); err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte("x"), 1200)
+	before := rssFileBytes(t)
+	for i := 0; i < 100; i++ {
+		recs := make([]broker.Record, 1000)
+		for j := range recs {
+			recs[j] = broker.Record{Topic: "t", Partition: j % 4, Value: val}
+		}
+		if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rssFileBytes(t) - before
+}
+
+// TestAppendReleasesMapped: commits read the tree's rightmost pages through
+// the map, and copy-on-write moves them on every commit, so appending alone
+// made a third of the log resident. With ReleaseMappedBytes the resident
+// part stays near that many bytes.
+func TestAppendReleasesMapped(t *testing.T) {
+	const every = 8 << 20
+	if never := appendGrowth(t, -1); never < 3*every {
+		t.Fatalf("inconclusive: without releases appending ~120 MiB left only %d KiB resident", never>>10)
+	}
+	if grew := appendGrowth(t, every); grew > 3*every {
+		t.Fatalf("appending ~120 MiB left %d KiB of the map resident, want at most %d KiB", grew>>10, 3*every>>10)
+	}
+}
