@@ -31,9 +31,21 @@ const defaultDataDir = "./lakehouse-data"
 // soft: the process is never killed for passing it.
 const defaultMemoryLimit = 800 << 20
 
-func applyMemoryLimit() {
+// defaultGCPercent is the garbage collector's GOGC when GOGC is not set. The
+// appliance allocates per event (decoded JSON, validation, Arrow builders),
+// and at 100 the collector took about a third of ingest's CPU; at 200 it runs
+// half as often (BenchmarkIngest: 30 to 34 -> 26 to 27 cpu-µs/event), while
+// the memory limit above still bounds the heap when live data is large.
+const defaultGCPercent = 200
+
+// applyRuntimeDefaults sets the memory limit and GC percent unless the
+// environment sets them (GOMEMLIMIT, GOGC).
+func applyRuntimeDefaults() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
 	}
 }
 

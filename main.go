@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	armFaultsFromEnv()
-	applyMemoryLimit()
+	applyRuntimeDefaults()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := c.run(ctx, args, stdout, stderr); err != nil {
