@@ -179,7 +179,7 @@ func (r *Replay) Events(from int) []ReplayEvent {
 	for i := from; i < len(r.entries); i++ {
 		e := r.entries[i]
 		out = append(out, ReplayEvent{Index: i, Position: int64(i / r.cfg.IDGroup), Kind: e.kind,
-			Loop: e.loop, MetaID: e.metaID(), Type: e.t.typ})
+			Loop: e.loop, MetaID: e.metaID(r.cfg.Seed), Type: e.t.typ})
 	}
 	return out
 }
@@ -240,11 +240,7 @@ func (r *Replay) Loops(rec Recording, n int) {
 		r.mu.Unlock()
 		es := make([]*entry, len(tmpls))
 		for i, t := range tmpls {
-			id := ""
-			if loop > 0 {
-				id = LoopID(r.cfg.Seed, loop, t.metaID)
-			}
-			es[i] = &entry{t: t, id: id, kind: KindLoop, loop: loop}
+			es[i] = &entry{t: t, kind: KindLoop, loop: loop}
 		}
 		r.add(es, func(c *ReplayCounts) {
 			c.Loops++
@@ -267,11 +263,7 @@ func (r *Replay) Resend(loop int) error {
 	r.mu.RUnlock()
 	es := make([]*entry, len(tmpls))
 	for i, t := range tmpls {
-		id := ""
-		if loop > 0 {
-			id = LoopID(r.cfg.Seed, loop, t.metaID)
-		}
-		es[i] = &entry{t: t, id: id, kind: KindResend, loop: loop}
+		es[i] = &entry{t: t, kind: KindResend, loop: loop}
 	}
 	r.add(es, func(c *ReplayCounts) { c.Resent += int64(len(es)) })
 	return nil
@@ -287,7 +279,7 @@ func (r *Replay) ResendRange(from, to int) error {
 	}
 	es := make([]*entry, 0, to-from)
 	for _, e := range r.entries[from:to] {
-		es = append(es, &entry{t: e.t, id: e.id, kind: KindResend, loop: e.loop, age: e.age})
+		es = append(es, &entry{t: e.t, kind: KindResend, loop: e.loop, age: e.age})
 	}
 	r.mu.RUnlock()
 	r.add(es, func(c *ReplayCounts) { c.Resent += int64(len(es)) })
@@ -503,7 +495,7 @@ func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			idBuf = r.appendID(idBuf[:0], int64(idx/r.cfg.IDGroup))
 			bw.Write(idBuf)
 			bw.WriteString("\ndata: ")
-			e.writeData(bw, r.cfg.Restamp || e.kind == KindLate, now)
+			e.writeData(bw, r.cfg.Seed, r.cfg.Restamp || e.kind == KindLate, now)
 			if _, err := bw.WriteString("\n\n"); err != nil {
 				return
 			}
