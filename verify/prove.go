@@ -215,6 +215,13 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 			return res, err
 		}
 		target := int64(fracs[k] * float64(res.Backlog))
+		// A backlog drains in capped batches back to back: the kill is sent
+		// when the status shows target, while the next batch may already be
+		// committing. Keep two batches after the target so the kill lands
+		// mid-backlog rather than after the last commit.
+		if last := res.Backlog - 2*int64(cfg.MaxOffsetsPerTrigger); target > last && last > 0 {
+			target = last
+		}
 		if hook != "" {
 			fmt.Fprintf(out, "prove: run %d: waiting for fault hook %s\n", k+1, hook)
 			if err := waitExit(ctx, c, cfg.DrainTimeout); err != nil {
