@@ -165,25 +165,26 @@ func loadDefaultContract() (*Contract, error) {
 // at '/meta/id': 'x' is not valid uuid; at '/type': value must be one of ...
 func flatten(ve *jsonschema.ValidationError) string {
 	var parts []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			msg := e.Error()
-			// Error() of a leaf is "jsonschema validation failed with '<url>#'\n- at '/x': msg"
-			// when it is the root; otherwise "at '/x': msg". Keep the last line.
-			if i := strings.LastIndex(msg, "\n- "); i >= 0 {
-				msg = msg[i+3:]
-			}
-			parts = append(parts, msg)
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
+	eachLeaf(ve, func(_ *jsonschema.ValidationError, msg string) { parts = append(parts, msg) })
 	if len(parts) == 0 {
 		return ve.Error()
 	}
 	return strings.Join(parts, "; ")
+}
+
+// eachLeaf calls fn with every leaf cause of ve and its one-line message.
+func eachLeaf(ve *jsonschema.ValidationError, fn func(e *jsonschema.ValidationError, msg string)) {
+	if len(ve.Causes) == 0 {
+		msg := ve.Error()
+		// Error() of a leaf is "jsonschema validation failed with '<url>#'\n- at '/x': msg"
+		// when it is the root; otherwise "at '/x': msg". Keep the last line.
+		if i := strings.LastIndex(msg, "\n- "); i >= 0 {
+			msg = msg[i+3:]
+		}
+		fn(ve, msg)
+		return
+	}
+	for _, c := range ve.Causes {
+		eachLeaf(c, fn)
+	}
 }

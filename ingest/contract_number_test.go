@@ -49,21 +49,9 @@ func leaves(err error) []string {
 		return []string{"not a validation error: " + err.Error()}
 	}
 	var out []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			msg := e.Error()
-			if i := strings.LastIndex(msg, "\n- "); i >= 0 {
-				msg = msg[i+3:]
-			}
-			out = append(out, fmt.Sprintf("%s %v: %s", e.SchemaURL, e.ErrorKind.KeywordPath(), msg))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
+	eachLeaf(ve, func(e *jsonschema.ValidationError, msg string) {
+		out = append(out, fmt.Sprintf("%s %v: %s", e.SchemaURL, e.ErrorKind.KeywordPath(), msg))
+	})
 	slices.Sort(out)
 	return out
 }

@@ -423,6 +423,9 @@ func unsafeString(b []byte) string {
 //
 // It appends to dst[:0] when dst has room for the worst case, and to a new
 // slice otherwise; the caller owns the result either way.
+// simpleEscapes maps the byte after a backslash to the byte it stands for.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 func unquote(dst, s []byte) ([]byte, bool) {
 	// Each input byte gives at most 3 output bytes (an invalid byte becomes
 	// U+FFFD), so the result never grows past the check below.
@@ -439,24 +442,9 @@ func unquote(dst, s []byte) ([]byte, bool) {
 			if r >= len(s) {
 				return nil, false
 			}
-			switch s[r] {
-			case '"', '\\', '/':
-				b = append(b, s[r])
-				r++
-			case 'b':
-				b = append(b, '\b')
-				r++
-			case 'f':
-				b = append(b, '\f')
-				r++
-			case 'n':
-				b = append(b, '\n')
-				r++
-			case 'r':
-				b = append(b, '\r')
-				r++
-			case 't':
-				b = append(b, '\t')
+			switch e := s[r]; e {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				b = append(b, simpleEscapes[e])
 				r++
 			case 'u':
 				rr := hex4(s[r+1:])
