@@ -28,11 +28,15 @@ type rawEvent struct {
 	Revision   *oldNew `json:"revision"`
 	ServerName *string `json:"server_name"`
 	Wiki       *string `json:"wiki"`
+
+	seen seen // fields scanEvent has read (not part of the event)
 }
 
 type oldNew struct {
 	Old *int64 `json:"old"`
 	New *int64 `json:"new"`
+
+	seen seen
 }
 
 // edit is one parsed edit or new event, as silver.edits stores it.
@@ -63,9 +67,17 @@ var errSkip = errors.New("not an edit or new event")
 // types, and a descriptive error for anything silver cannot store.
 func parseEdit(raw []byte) (edit, error) {
 	var ev rawEvent
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return edit{}, fmt.Errorf("decode event: %w", err)
+	if !scanEvent(raw, &ev) {
+		ev = rawEvent{}
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return edit{}, fmt.Errorf("decode event: %w", err)
+		}
 	}
+	return editOf(&ev)
+}
+
+// editOf checks a decoded event and builds its edit.
+func editOf(ev *rawEvent) (edit, error) {
 	if ev.Type != "edit" && ev.Type != "new" {
 		if ev.Type == "" {
 			return edit{}, errors.New("decode event: no type")
