@@ -205,20 +205,28 @@ func (s *scanner) object(depth int, field func(s *scanner, key []byte, depth int
 		if !field(s, key, depth) {
 			return false
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if end, ok := s.next('}'); !ok || end {
+			return ok
 		}
 	}
+}
+
+// next consumes what follows an element of an object or array: a comma
+// (end false) or the closing byte (end true); ok is false for anything else.
+func (s *scanner) next(closing byte) (end, ok bool) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return false, true
+	case closing:
+		s.i++
+		return true, true
+	}
+	return false, false
 }
 
 // rawString scans a string. It returns its bytes when they need no
@@ -418,18 +426,8 @@ func (s *scanner) skip(depth int) bool {
 			if !s.skip(depth + 1) {
 				return false
 			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return false
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return true
-			default:
-				return false
+			if end, ok := s.next(']'); !ok || end {
+				return ok
 			}
 		}
 	case c == '"':
