@@ -95,7 +95,9 @@ func CheckpointPath(dataDir, query string) string {
 	return filepath.Join(dataDir, "checkpoints", query)
 }
 
-func (c Config) withDefaults() (Config, error) {
+// WithDefaults returns c with every zero field filled (the checkpoint
+// directory derived from DataDir and Name), as New uses it.
+func (c Config) WithDefaults() (Config, error) {
 	if c.Name == "" {
 		return c, fmt.Errorf("check config: %w", ErrNoName)
 	}

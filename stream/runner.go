@@ -54,7 +54,7 @@ type Query struct {
 // progress may be nil (progress is then only logged and kept in the commit
 // log).
 func New(cfg Config, src Source, proc Processor, sink Sink, progress ProgressSink) (*Query, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -115,15 +115,9 @@ func (q *Query) Run(ctx context.Context) error {
 // position, then returns. Used by tests and one-shot commands.
 func (q *Query) Drain(ctx context.Context) error {
 	defer q.dropPrefetch()
-	next, pending, err := q.recover(ctx)
+	next, err := q.resume(ctx)
 	if err != nil {
 		return err
-	}
-	if pending != nil {
-		if err := q.runBatch(ctx, *pending, true); err != nil {
-			return err
-		}
-		next = *pending
 	}
 	for {
 		if err := q.flushProgress(ctx, false); err != nil {
@@ -145,15 +139,9 @@ func (q *Query) Drain(ctx context.Context) error {
 
 func (q *Query) run(ctx context.Context) error {
 	defer q.dropPrefetch()
-	next, pending, err := q.recover(ctx)
+	next, err := q.resume(ctx)
 	if err != nil {
 		return err
-	}
-	if pending != nil {
-		if err := q.runBatch(ctx, *pending, true); err != nil {
-			return err
-		}
-		next = *pending
 	}
 	var lastStart time.Time // the first batch starts at once
 	for {
@@ -190,6 +178,19 @@ func (q *Query) run(ctx context.Context) error {
 		}
 		next = e
 	}
+}
+
+// resume recovers the query and re-runs the batch the last run planned but
+// did not commit. It returns the entry the next batch follows.
+func (q *Query) resume(ctx context.Context) (OffsetEntry, error) {
+	next, pending, err := q.recover(ctx)
+	if err != nil || pending == nil {
+		return next, err
+	}
+	if err := q.runBatch(ctx, *pending, true); err != nil {
+		return next, err
+	}
+	return *pending, nil
 }
 
 // recover establishes the query id and position. It returns the last

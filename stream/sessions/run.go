@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"context"
 	"fmt"
 
 	"lakehouse/stream"
@@ -16,11 +15,9 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 	if cfg.Name == "" {
 		cfg.Name = QueryName
 	}
-	if cfg.CheckpointDir == "" {
-		if cfg.DataDir == "" {
-			return nil, nil, fmt.Errorf("new sessions query: %w", stream.ErrNoCheckpointDir)
-		}
-		cfg.CheckpointDir = stream.CheckpointPath(cfg.DataDir, cfg.Name)
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, nil, fmt.Errorf("new sessions query: %w", err)
 	}
 	if scfg.Logger == nil {
 		scfg.Logger = cfg.Logger
@@ -36,13 +33,4 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 		return nil, nil, fmt.Errorf("new sessions query: %w", err)
 	}
 	return q, proc, nil
-}
-
-// Run runs the sessions query until ctx is done (see stream.Query.Run).
-func Run(ctx context.Context, lake *table.Lake, cfg stream.Config, scfg Config) error {
-	q, _, err := NewQuery(lake, cfg, scfg)
-	if err != nil {
-		return err
-	}
-	return q.Run(ctx)
 }

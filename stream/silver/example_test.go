@@ -48,7 +48,7 @@ func ExampleNewQuery() {
 	if err != nil {
 		panic(err)
 	}
-	if err := q.Drain(ctx); err != nil { // silver.Run(ctx, ...) runs until ctx is done
+	if err := q.Drain(ctx); err != nil { // q.Run(ctx) runs until ctx is done
 		panic(err)
 	}
 	last, batches := q.Last()

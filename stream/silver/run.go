@@ -1,7 +1,6 @@
 package silver
 
 import (
-	"context"
 	"fmt"
 
 	"lakehouse/stream"
@@ -17,21 +16,15 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 	if cfg.Name == "" {
 		cfg.Name = QueryName
 	}
-	if cfg.CheckpointDir == "" {
-		if cfg.DataDir == "" {
-			return nil, nil, fmt.Errorf("new silver query: %w", stream.ErrNoCheckpointDir)
-		}
-		cfg.CheckpointDir = stream.CheckpointPath(cfg.DataDir, cfg.Name)
-	}
-	retain := cfg.RetainBatches
-	if retain <= 0 {
-		retain = stream.DefaultRetainBatches
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, nil, fmt.Errorf("new silver query: %w", err)
 	}
 	if scfg.Logger == nil {
 		scfg.Logger = cfg.Logger
 	}
 	scfg = scfg.withDefaults()
-	scfg.MaxDeltaChain = max(1, min(scfg.MaxDeltaChain, retain/2))
+	scfg.MaxDeltaChain = max(1, min(scfg.MaxDeltaChain, cfg.RetainBatches/2))
 	cp, err := stream.OpenCheckpoint(cfg.CheckpointDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("new silver query: %w", err)
@@ -44,13 +37,4 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 		return nil, nil, fmt.Errorf("new silver query: %w", err)
 	}
 	return q, proc, nil
-}
-
-// Run runs the silver query until ctx is done (see stream.Query.Run).
-func Run(ctx context.Context, lake *table.Lake, cfg stream.Config, scfg Config) error {
-	q, _, err := NewQuery(lake, cfg, scfg)
-	if err != nil {
-		return err
-	}
-	return q.Run(ctx)
 }
