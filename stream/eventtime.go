@@ -61,3 +61,14 @@ func NextWatermark(prev, maxEvent int64, delay time.Duration) int64 {
 	}
 	return max(prev, maxEvent-delay.Microseconds())
 }
+
+// PlanEventTimeMeta encodes the metadata of the next batch of an event-time
+// query: NextWatermark of the state before it, and planned time now.
+func PlanEventTimeMeta(prevWatermark, maxEvent int64, delay time.Duration, now time.Time) (json.RawMessage, error) {
+	wm := NextWatermark(prevWatermark, maxEvent, delay)
+	raw, err := json.Marshal(EventTimeMeta{Watermark: MicrosTime(wm), Planned: now.UTC()})
+	if err != nil {
+		return nil, fmt.Errorf("encode batch meta: %w", err)
+	}
+	return raw, nil
+}

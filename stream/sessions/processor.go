@@ -82,10 +82,9 @@ func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessa
 	if err := p.ensure(b.ID-1, nil); err != nil {
 		return nil, fmt.Errorf("plan sessions batch %d: %w", b.ID, err)
 	}
-	wm := stream.NextWatermark(p.st.Watermark, p.st.MaxEvent, p.cfg.WatermarkDelay)
-	raw, err := json.Marshal(Meta{Watermark: microsTime(wm), Planned: p.now().UTC()})
+	raw, err := stream.PlanEventTimeMeta(p.st.Watermark, p.st.MaxEvent, p.cfg.WatermarkDelay, p.now())
 	if err != nil {
-		return nil, fmt.Errorf("plan sessions batch %d: encode meta: %w", b.ID, err)
+		return nil, fmt.Errorf("plan sessions batch %d: %w", b.ID, err)
 	}
 	return raw, nil
 }

@@ -105,10 +105,9 @@ func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessa
 	if err := p.ensure(b.ID-1, nil); err != nil {
 		return nil, fmt.Errorf("plan silver batch %d: %w", b.ID, err)
 	}
-	wm := stream.NextWatermark(p.st.watermark, p.st.maxEvent, p.cfg.WatermarkDelay)
-	raw, err := json.Marshal(Meta{Watermark: microsTime(wm), Planned: p.now().UTC()})
+	raw, err := stream.PlanEventTimeMeta(p.st.watermark, p.st.maxEvent, p.cfg.WatermarkDelay, p.now())
 	if err != nil {
-		return nil, fmt.Errorf("plan silver batch %d: encode meta: %w", b.ID, err)
+		return nil, fmt.Errorf("plan silver batch %d: %w", b.ID, err)
 	}
 	return raw, nil
 }
