@@ -101,15 +101,21 @@ func fill(t testing.TB, log broker.Log, n, per int) {
 
 func endOffsets(t testing.TB, log broker.Log) map[int]int64 {
 	t.Helper()
+	out := map[int]int64{}
+	for _, p := range testPartitions(t, log) {
+		out[p.Partition] = p.End
+	}
+	return out
+}
+
+// testPartitions returns the test topic's partitions as the log reports them.
+func testPartitions(t testing.TB, log broker.Log) []broker.PartitionOffsets {
+	t.Helper()
 	parts, err := log.Offsets(context.Background(), testTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int]int64{}
-	for _, p := range parts {
-		out[p.Partition] = p.End
-	}
-	return out
+	return parts
 }
 
 // pair is one (partition, offset) landed in a sink.
@@ -290,16 +296,12 @@ func openBrokerNoCreate(t testing.TB, path string) *broker.DB {
 	return db
 }
 
-// mustOffsets returns the stored bytes per partition.
-func mustOffsets(t testing.TB, log broker.Log) map[int]int64 {
+// storedBytes returns the key+value bytes the test topic holds.
+func storedBytes(t testing.TB, log broker.Log) int64 {
 	t.Helper()
-	parts, err := log.Offsets(context.Background(), testTopic)
-	if err != nil {
-		t.Fatal(err)
+	var n int64
+	for _, p := range testPartitions(t, log) {
+		n += p.Bytes
 	}
-	out := map[int]int64{}
-	for _, p := range parts {
-		out[p.Partition] = p.Bytes
-	}
-	return out
+	return n
 }
