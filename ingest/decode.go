@@ -157,6 +157,24 @@ func (s *docScratch) release() {
 	s.text = s.text[:0]
 }
 
+// next consumes what follows an element of an object or array: a comma
+// (end false) or the closing byte (end true); ok is false for anything else.
+func (p *fastParser) next(closing byte) (end, ok bool) {
+	p.ws()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+		return false, true
+	case closing:
+		p.i++
+		return true, true
+	}
+	return false, false
+}
+
 func (p *fastParser) ws() {
 	for p.i < len(p.b) {
 		switch p.b[p.i] {
@@ -203,18 +221,10 @@ func (p *fastParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v
-			p.ws()
-			if p.i >= len(p.b) {
+			if end, ok := p.next('}'); !ok {
 				return nil, false
-			}
-			switch p.b[p.i] {
-			case ',':
-				p.i++
-			case '}':
-				p.i++
+			} else if end {
 				return m, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '[':
@@ -237,21 +247,13 @@ func (p *fastParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			a = append(a, v)
-			p.ws()
-			if p.i >= len(p.b) {
+			if end, ok := p.next(']'); !ok {
 				return nil, false
-			}
-			switch p.b[p.i] {
-			case ',':
-				p.i++
-			case ']':
-				p.i++
+			} else if end {
 				if p.s != nil {
 					p.s.keepArr(slot, a)
 				}
 				return a, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '"':
