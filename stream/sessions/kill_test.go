@@ -74,7 +74,7 @@ func TestSessionsKill(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	sc := silvertest.Generate(11, killSnapshots, killPerSnap, silver.DefaultWatermarkDelay)
-	lake := openLake(t, dir)
+	lake := silvertest.OpenLake(t, dir)
 	if err := sc.CommitBronze(ctx, lake); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestSessionsKill(t *testing.T) {
 		}
 	}
 
-	lake = openLake(t, dir)
+	lake = silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	cfg := killConfig(dir)
 	cfg.Logger = quietLogger()
@@ -127,38 +127,10 @@ func TestSessionsKill(t *testing.T) {
 	verifySessions(t, lake, sc, lastBatch)
 }
 
-func openLake(t testing.TB, dir string) *table.Lake {
-	t.Helper()
-	ctx := context.Background()
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lake.EnsureTables(ctx); err != nil {
-		lake.Close()
-		t.Fatal(err)
-	}
-	return lake
-}
-
-func sessionsMarker(t testing.TB, dir string) int64 {
-	t.Helper()
-	lake := openLake(t, dir)
-	defer lake.Close()
-	m, ok, err := lake.LastCommitted(context.Background(), table.EditorSessions, QueryName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ok {
-		return -1
-	}
-	return m.Batch
-}
-
 // killOnce runs one child and kills it; a kill that proves nothing fails
 // the test as inconclusive.
 func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
-	before := sessionsMarker(t, dir)
+	before := silvertest.MarkerBatch(t, dir, table.EditorSessions, QueryName)
 	if before >= lastBatch {
 		t.Fatalf("inconclusive: sessions already complete (batch %d) before the kill", before)
 	}
@@ -175,7 +147,7 @@ func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
 			t.Fatalf("inconclusive: hook %s did not kill the child (exit %v); output:\n%s",
 				r.hook, err, silvertest.Tail(c.Output(), 40))
 		}
-		after := sessionsMarker(t, dir)
+		after := silvertest.MarkerBatch(t, dir, table.EditorSessions, QueryName)
 		if after < 0 {
 			t.Fatalf("inconclusive: hook %s fired before sessions committed anything", r.hook)
 		}
@@ -195,7 +167,7 @@ func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
 		}
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
 		killed := c.Kill(t)
-		after := sessionsMarker(t, dir)
+		after := silvertest.MarkerBatch(t, dir, table.EditorSessions, QueryName)
 		if killed && after > before && after < lastBatch {
 			t.Logf("random kill after %d batches: sessions marker %d -> %d", want, before, after)
 			return
@@ -225,7 +197,7 @@ func scanSessions(t testing.TB, lake *table.Lake) []sessionRow {
 
 func checkNoDuplicates(t *testing.T, dir string) {
 	t.Helper()
-	lake := openLake(t, dir)
+	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	seen := map[string]bool{}
 	for _, s := range scanSessions(t, lake) {

@@ -120,7 +120,7 @@ func TestSilverKill(t *testing.T) {
 	}
 
 	// Restart without faults and drain.
-	lake := openLake(t, dir)
+	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	cfg, scfg := killConfig(dir)
 	cfg.Logger = quietLogger()
@@ -136,46 +136,18 @@ func TestSilverKill(t *testing.T) {
 
 func setupBronze(t *testing.T, dir string, sc silvertest.Scenario) {
 	t.Helper()
-	lake := openLake(t, dir)
+	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	if err := sc.CommitBronze(context.Background(), lake); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func openLake(t testing.TB, dir string) *table.Lake {
-	t.Helper()
-	ctx := context.Background()
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lake.EnsureTables(ctx); err != nil {
-		lake.Close()
-		t.Fatal(err)
-	}
-	return lake
-}
-
-func silverMarker(t testing.TB, dir string) int64 {
-	t.Helper()
-	lake := openLake(t, dir)
-	defer lake.Close()
-	m, ok, err := lake.LastCommitted(context.Background(), table.SilverEdits, QueryName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ok {
-		return -1
-	}
-	return m.Batch
-}
-
 // killOnce runs one child and kills it (by hook or at random). A kill that
 // proves nothing (the hook never fired, the child finished first, or
 // nothing had been committed yet) fails the test as inconclusive.
 func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
-	before := silverMarker(t, dir)
+	before := silvertest.MarkerBatch(t, dir, table.SilverEdits, QueryName)
 	if before >= lastBatch {
 		t.Fatalf("inconclusive: silver already complete (batch %d) before the kill", before)
 	}
@@ -188,7 +160,7 @@ func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
 			t.Fatalf("inconclusive: hook %s did not kill the child (exit %v); output:\n%s",
 				r.hook, err, silvertest.Tail(c.Output(), 40))
 		}
-		if after := silverMarker(t, dir); after < 0 {
+		if after := silvertest.MarkerBatch(t, dir, table.SilverEdits, QueryName); after < 0 {
 			t.Fatalf("inconclusive: hook %s fired before silver committed anything", r.hook)
 		}
 		return
@@ -206,7 +178,7 @@ func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
 		}
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
 		killed := c.Kill(t)
-		after := silverMarker(t, dir)
+		after := silvertest.MarkerBatch(t, dir, table.SilverEdits, QueryName)
 		if killed && after > before && after < lastBatch {
 			t.Logf("random kill after %d batches: silver marker %d -> %d", wantBatches, before, after)
 			return
@@ -242,7 +214,7 @@ func silverIDs(t testing.TB, lake *table.Lake) []string {
 // and only ids the scenario expects.
 func checkNoDuplicates(t *testing.T, dir string, sc silvertest.Scenario) {
 	t.Helper()
-	lake := openLake(t, dir)
+	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	want := sc.Expected()
 	seen := map[string]bool{}

@@ -36,7 +36,7 @@ func TestCheckpointLossRebuildsStateFromTable(t *testing.T) {
 		t.Fatal("scenario has no resend across the checkpoint loss: the test would prove nothing")
 	}
 
-	lake := openLake(t, dir)
+	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	drain := func() {
 		cfg := stream.Config{DataDir: dir, MaxOffsetsPerTrigger: 1, Trigger: -1, Logger: quietLogger()}
