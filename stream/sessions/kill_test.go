@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -127,58 +125,21 @@ func TestSessionsKill(t *testing.T) {
 	verifySessions(t, lake, sc, lastBatch)
 }
 
-// killOnce runs one child and kills it; a kill that proves nothing fails
-// the test as inconclusive.
+// killOnce runs one child and kills it (silvertest.KillOnce).
 func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
-	before := silvertest.MarkerBatch(t, dir, table.EditorSessions, QueryName)
-	if before >= lastBatch {
-		t.Fatalf("inconclusive: sessions already complete (batch %d) before the kill", before)
-	}
-	env := []string{envKillDir + "=" + dir}
-	if r.hook != "" {
-		skip := r.skip
-		if skip < 0 {
-			skip = int(lastBatch-before) - 1 // hits: one per batch still to commit
-		}
-		env = append(env, envKillHook+"="+r.hook, envKillSkip+"="+strconv.Itoa(skip))
-		c := silvertest.StartChild(t, "TestSessionsKillChild", env...)
-		err := c.Wait(t, 2*time.Minute)
-		if !silvertest.WasKilled(err) || !strings.Contains(c.Output(), fault.Marker(r.hook)) {
-			t.Fatalf("inconclusive: hook %s did not kill the child (exit %v); output:\n%s",
-				r.hook, err, silvertest.Tail(c.Output(), 40))
-		}
-		after := silvertest.MarkerBatch(t, dir, table.EditorSessions, QueryName)
-		if after < 0 {
-			t.Fatalf("inconclusive: hook %s fired before sessions committed anything", r.hook)
-		}
-		t.Logf("hook %s (skip %d): sessions marker %d -> %d", r.hook, skip, before, after)
-		return
-	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	for attempt := 0; attempt < 5; attempt++ {
-		c := silvertest.StartChild(t, "TestSessionsKillChild", env...)
-		want := 1 + rng.IntN(3)
-		deadline := time.Now().Add(time.Minute)
-		for strings.Count(c.Output(), `msg="stream batch"`) < want && time.Now().Before(deadline) {
-			if strings.Contains(c.Output(), "--- ") {
-				break
+	silvertest.KillOnce(t, silvertest.Kill{
+		Dir: dir, Table: table.EditorSessions, Query: QueryName, ChildTest: "TestSessionsKillChild",
+		Env: []string{envKillDir + "=" + dir}, Hook: r.hook,
+		Arm: func(before int64) []string {
+			skip := r.skip
+			if skip < 0 {
+				skip = int(lastBatch-before) - 1 // hits: one per batch still to commit
 			}
-			time.Sleep(2 * time.Millisecond)
-		}
-		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
-		killed := c.Kill(t)
-		after := silvertest.MarkerBatch(t, dir, table.EditorSessions, QueryName)
-		if killed && after > before && after < lastBatch {
-			t.Logf("random kill after %d batches: sessions marker %d -> %d", want, before, after)
-			return
-		}
-		t.Logf("attempt %d inconclusive: killed %v, marker %d -> %d", attempt, killed, before, after)
-		before = after
-		if before >= lastBatch {
-			break
-		}
-	}
-	t.Fatalf("inconclusive: no random kill landed mid-stream")
+			t.Logf("hook %s: skip %d", r.hook, skip)
+			return []string{envKillHook + "=" + r.hook, envKillSkip + "=" + strconv.Itoa(skip)}
+		},
+		LastBatch: lastBatch, Seed: 2,
+	})
 }
 
 func scanSessions(t testing.TB, lake *table.Lake) []sessionRow {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -143,53 +141,16 @@ func setupBronze(t *testing.T, dir string, sc silvertest.Scenario) {
 	}
 }
 
-// killOnce runs one child and kills it (by hook or at random). A kill that
-// proves nothing (the hook never fired, the child finished first, or
-// nothing had been committed yet) fails the test as inconclusive.
+// killOnce runs one child and kills it (silvertest.KillOnce).
 func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
-	before := silvertest.MarkerBatch(t, dir, table.SilverEdits, QueryName)
-	if before >= lastBatch {
-		t.Fatalf("inconclusive: silver already complete (batch %d) before the kill", before)
-	}
-	env := []string{envKillDir + "=" + dir}
-	if r.hook != "" {
-		env = append(env, envKillHook+"="+r.hook, envKillSkip+"="+strconv.Itoa(r.skip))
-		c := silvertest.StartChild(t, "TestSilverKillChild", env...)
-		err := c.Wait(t, 2*time.Minute)
-		if !silvertest.WasKilled(err) || !strings.Contains(c.Output(), fault.Marker(r.hook)) {
-			t.Fatalf("inconclusive: hook %s did not kill the child (exit %v); output:\n%s",
-				r.hook, err, silvertest.Tail(c.Output(), 40))
-		}
-		if after := silvertest.MarkerBatch(t, dir, table.SilverEdits, QueryName); after < 0 {
-			t.Fatalf("inconclusive: hook %s fired before silver committed anything", r.hook)
-		}
-		return
-	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	for attempt := 0; attempt < 5; attempt++ {
-		c := silvertest.StartChild(t, "TestSilverKillChild", env...)
-		wantBatches := 1 + rng.IntN(3)
-		deadline := time.Now().Add(time.Minute)
-		for strings.Count(c.Output(), `msg="stream batch"`) < wantBatches && time.Now().Before(deadline) {
-			if strings.Contains(c.Output(), "--- ") { // the child test ended
-				break
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
-		killed := c.Kill(t)
-		after := silvertest.MarkerBatch(t, dir, table.SilverEdits, QueryName)
-		if killed && after > before && after < lastBatch {
-			t.Logf("random kill after %d batches: silver marker %d -> %d", wantBatches, before, after)
-			return
-		}
-		t.Logf("attempt %d inconclusive: killed %v, marker %d -> %d", attempt, killed, before, after)
-		before = after
-		if before >= lastBatch {
-			break
-		}
-	}
-	t.Fatalf("inconclusive: no random kill landed mid-stream")
+	silvertest.KillOnce(t, silvertest.Kill{
+		Dir: dir, Table: table.SilverEdits, Query: QueryName, ChildTest: "TestSilverKillChild",
+		Env: []string{envKillDir + "=" + dir}, Hook: r.hook,
+		Arm: func(int64) []string {
+			return []string{envKillHook + "=" + r.hook, envKillSkip + "=" + strconv.Itoa(r.skip)}
+		},
+		LastBatch: lastBatch, Seed: 1,
+	})
 }
 
 // silverIDs scans silver.edits and returns its event ids.
