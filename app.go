@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -43,6 +44,9 @@ type pipelineFlags struct {
 	logFormat      string
 	noIngest       bool
 	retention      time.Duration
+	// holdHistory names tables whose snapshots maintenance never expires
+	// (the bench reads every snapshot of a phase after it ends).
+	holdHistory []string
 }
 
 func (f *pipelineFlags) register(fs *flag.FlagSet) {
@@ -279,5 +283,8 @@ func (p *pipeline) handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	// Go's profiles (heap in use, CPU, goroutines) of the running appliance.
+	mux.HandleFunc("GET /debug/pprof/", httppprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)
 	return mux
 }

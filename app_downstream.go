@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"lakehouse/marts"
 	"lakehouse/stream"
@@ -53,15 +54,21 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	return nil
 }
 
-// errNotConsumed: a downstream query has not consumed any snapshot of the
-// table yet, so no snapshot of it may be expired.
-var errNotConsumed = errors.New("downstream query has consumed nothing yet")
-
 // protect returns the snapshot of ident that the query reading it will
 // start its next batch from (the end of its last committed batch, taken
 // from the downstream table's marker, which survives checkpoint loss).
 // Expiry keeps it and everything newer.
 func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
+	if slices.Contains(p.flags.holdHistory, ident) {
+		snaps, err := p.lake.AppendsAfter(ctx, ident, 0)
+		if err != nil {
+			return 0, fmt.Errorf("hold %s: %w", ident, err)
+		}
+		if len(snaps) == 0 {
+			return 0, fmt.Errorf("hold %s: %w", ident, marts.ErrNotConsumed)
+		}
+		return snaps[0].ID, nil
+	}
 	var reader, query string
 	switch ident {
 	case table.Bronze:
@@ -76,14 +83,14 @@ func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
 		return 0, err
 	}
 	if !ok {
-		return 0, fmt.Errorf("protect %s: %s: %w", ident, query, errNotConsumed)
+		return 0, fmt.Errorf("protect %s: %s: %w", ident, query, marts.ErrNotConsumed)
 	}
 	off, err := lakeio.ParseSnapshotOffset(stream.Offset(m.Offsets))
 	if err != nil {
 		return 0, err
 	}
 	if off.Snapshot == 0 {
-		return 0, fmt.Errorf("protect %s: %s: %w", ident, query, errNotConsumed)
+		return 0, fmt.Errorf("protect %s: %s: %w", ident, query, marts.ErrNotConsumed)
 	}
 	return off.Snapshot, nil
 }

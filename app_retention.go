@@ -42,11 +42,11 @@ func retainConsumed(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge
 	return db.Retain(ctx, ingest.DefaultTopic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
 }
 
-// runRetention applies retention every retentionEvery until ctx is done. A
-// failed pass is logged and retried at the next tick; it never stops the
-// appliance.
+// runRetention applies retention at once (what is due after a restart is
+// due now) and then every retentionEvery until ctx is done. A failed pass
+// is logged and retried at the next tick; it never stops the appliance.
 func (p *pipeline) runRetention(ctx context.Context) error {
-	t := time.NewTicker(retentionEvery)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
@@ -54,6 +54,7 @@ func (p *pipeline) runRetention(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+		t.Reset(retentionEvery)
 		n, err := retainConsumed(ctx, p.db, p.lake, p.flags.retention, time.Now())
 		if err != nil {
 			p.log.Warn("broker retention failed", "err", err)

@@ -129,7 +129,10 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 
 	f := pipelineFlags{common: common{data: dir}, source: url, userAgent: ingest.DefaultUserAgent,
 		partitions: ingest.DefaultPartitions, trigger: ph.Trigger, maxOffsets: benchMaxOffsets,
-		checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute}
+		checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute,
+		// measureTables reads every snapshot of the phase afterwards, as a
+		// downstream reader would: it holds their history.
+		holdHistory: []string{table.Bronze, table.SilverEdits, table.EditorSessions}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	resetPeakRSS()
 	anonDone := make(chan float64)

@@ -181,7 +181,7 @@ func TestFastNumbersGoValues(t *testing.T) {
 	base := mustDecodeObject(readSample(t).Events[0])
 	for _, v := range []any{
 		0, -1, int8(-8), int16(16), int32(-32), int64(math.MaxInt64), int64(math.MinInt64), uint(7), uint8(8), uint16(16), uint32(32), uint64(math.MaxUint64),
-		1.0, 1.5, -0.0, 1e3, 1e-2, float32(2), float32(2.5), 9007199254740991.0, 9007199254740992.0, -9007199254740992.0, 1e300, math.MaxFloat64, math.SmallestNonzeroFloat64,
+		1.0, 1.5, math.Copysign(0, -1), 1e3, 1e-2, float32(2), float32(2.5), 9007199254740991.0, 9007199254740992.0, -9007199254740992.0, 1e300, math.MaxFloat64, math.SmallestNonzeroFloat64,
 		json.Number("1"), json.Number("1.0"), json.Number("1e3"), json.Number("1.5"), json.Number("+1"), json.Number("007"), json.Number("1e-2"),
 	} {
 		for _, k := range []string{"timestamp", "namespace", "id"} {

@@ -14,22 +14,26 @@ import (
 const (
 	// DefaultRefreshEvery is how often Run rebuilds the marts and runs the checks.
 	DefaultRefreshEvery = 5 * time.Minute
-	// DefaultCompactEvery is how often Run compacts the streamed and ops tables.
-	DefaultCompactEvery = 15 * time.Minute
-	// DefaultExpireEvery is how often Run expires old snapshots. Streams
-	// commit a snapshot per trigger (one a second by default) and commit
-	// latency grows with the snapshots a table keeps, so expiry runs often.
-	DefaultExpireEvery = 5 * time.Minute
-	// DefaultRetryEvery is how soon Run retries a job whose last run failed
-	// (never later than the job's own interval).
+	// DefaultMaintainEvery is how often Run looks at every table and does
+	// the maintenance that is due (expiry, compaction, orphan cleanup). What
+	// is due is read from the tables, never from timers, so a restart finds
+	// it due too.
+	DefaultMaintainEvery = 10 * time.Second
+	// DefaultRetryEvery is how soon Run retries a refresh whose last run
+	// failed (never later than its own interval).
 	DefaultRetryEvery = 30 * time.Second
+	// DefaultMaxSnapshots: a table holding more snapshots than this is
+	// expired down to DefaultKeepSnapshots. Streams commit a snapshot per
+	// batch (one a second by default), and iceberg-go's per-commit cost
+	// grows with the snapshots a table keeps, so the bound is by count.
+	DefaultMaxSnapshots = 40
 	// DefaultKeepSnapshots is how many of a table's newest snapshots expiry
-	// always keeps.
-	DefaultKeepSnapshots = 10
-	// DefaultExpireOlderThan: only snapshots older than this are expired.
-	DefaultExpireOlderThan = 10 * time.Minute
-	// DefaultCompactTargetBytes is the data-file size compaction aims for.
-	DefaultCompactTargetBytes = 128 << 20
+	// keeps.
+	DefaultKeepSnapshots = 20
+	// DefaultOrphanEvery is how often each table's orphan files (left by
+	// commits a crash interrupted) are deleted; the last run is kept in the
+	// table, so it is due after a restart too.
+	DefaultOrphanEvery = 24 * time.Hour
 	// DefaultTopN is the number of rows per group in the top-N marts.
 	DefaultTopN = 10
 	// DefaultMaxSilverLag is the freshness check's limit on how far the
@@ -52,27 +56,32 @@ const (
 // Config configures Marts. Zero fields take the Default* values; a negative
 // interval disables that job in Run.
 type Config struct {
-	RefreshEvery time.Duration
-	CompactEvery time.Duration
-	ExpireEvery  time.Duration
-	RetryEvery   time.Duration
+	RefreshEvery  time.Duration
+	MaintainEvery time.Duration
+	RetryEvery    time.Duration
+	OrphanEvery   time.Duration
 
-	// KeepSnapshots and ExpireOlderThan bound snapshot expiry: a snapshot is
-	// expired only if it is older than ExpireOlderThan, not among the
-	// KeepSnapshots newest, and not protected (see Protect).
-	KeepSnapshots   int
-	ExpireOlderThan time.Duration
-	// CompactTargetBytes is the target data-file size of compaction.
-	CompactTargetBytes int64
+	// MaxSnapshots and KeepSnapshots bound each table's history: once a
+	// table holds more than MaxSnapshots, expiry keeps its KeepSnapshots
+	// newest, every snapshot younger than MinSnapshotAge (0: none), and
+	// every snapshot Protect reports as not yet consumed.
+	MaxSnapshots   int
+	KeepSnapshots  int
+	MinSnapshotAge time.Duration
+	// Compact is the compaction policy (table.DefaultCompactPolicy() when
+	// its TargetBytes is 0).
+	Compact table.CompactPolicy
 
 	// Protect returns, for a table, the snapshot a downstream stream's next
 	// incremental read starts from (its last consumed snapshot; 0: nothing
 	// to protect). Expiry keeps that snapshot and every newer one, so the
 	// stream never finds its starting point expired. main wires it to the
-	// stream checkpoints (silver consumes bronze.recentchange, sessions
-	// consume silver.edits). When Protect is nil, expiry skips the tables
-	// streams read from rather than guess. An error (or a protected snapshot
-	// that is not in the table's history) skips that table and fails the run.
+	// stream markers (silver consumes bronze.recentchange, sessions consume
+	// silver.edits). When Protect is nil, expiry skips the tables streams
+	// read from rather than guess. An error wrapping ErrNotConsumed skips
+	// the table quietly (its reader has consumed nothing yet); any other
+	// error (or a protected snapshot that is not in the table's history)
+	// skips that table and fails the pass.
 	Protect func(ctx context.Context, ident string) (int64, error)
 
 	// TopN is the number of rows per group in top_editors_daily and hot_pages.
@@ -97,10 +106,20 @@ type Marts struct {
 	lake lakeAPI
 	log  broker.Log
 
-	mu sync.Mutex // serialises jobs (refresh, check, compact, expire)
+	// mu serialises the jobs whose readers hold data files (refresh and
+	// check read the files they planned; compaction replaces files).
+	// Expiry never removes a file a live snapshot references, and nothing
+	// but compaction unreferences a streamed table's files, so expiry and
+	// orphan cleanup run under expireMu beside a refresh.
+	mu       sync.Mutex
+	expireMu sync.Mutex
+	opsMu    sync.Mutex // serialises the ops-table appends (batch ids per table)
 
 	lastMu sync.Mutex
 	last   map[string]Run // newest run per job
+
+	filesSeen map[string]filesCheck // per table, what the last compaction check saw (under mu)
+	heldSince map[string]time.Time  // per table, when warnHeld last warned (under expireMu)
 }
 
 // New returns Marts over lake, using log (may be nil) for the offsets check.
@@ -112,23 +131,24 @@ func newMarts(lake lakeAPI, log broker.Log, cfg Config) *Marts {
 	if cfg.RefreshEvery == 0 {
 		cfg.RefreshEvery = DefaultRefreshEvery
 	}
-	if cfg.CompactEvery == 0 {
-		cfg.CompactEvery = DefaultCompactEvery
-	}
-	if cfg.ExpireEvery == 0 {
-		cfg.ExpireEvery = DefaultExpireEvery
+	if cfg.MaintainEvery == 0 {
+		cfg.MaintainEvery = DefaultMaintainEvery
 	}
 	if cfg.RetryEvery <= 0 {
 		cfg.RetryEvery = DefaultRetryEvery
 	}
+	if cfg.OrphanEvery == 0 {
+		cfg.OrphanEvery = DefaultOrphanEvery
+	}
 	if cfg.KeepSnapshots <= 0 {
 		cfg.KeepSnapshots = DefaultKeepSnapshots
 	}
-	if cfg.ExpireOlderThan == 0 {
-		cfg.ExpireOlderThan = DefaultExpireOlderThan
+	if cfg.MaxSnapshots <= 0 {
+		cfg.MaxSnapshots = max(DefaultMaxSnapshots, cfg.KeepSnapshots)
 	}
-	if cfg.CompactTargetBytes <= 0 {
-		cfg.CompactTargetBytes = DefaultCompactTargetBytes
+	cfg.MaxSnapshots = max(cfg.MaxSnapshots, cfg.KeepSnapshots)
+	if cfg.Compact.TargetBytes == 0 {
+		cfg.Compact = table.DefaultCompactPolicy()
 	}
 	if cfg.TopN <= 0 {
 		cfg.TopN = DefaultTopN
@@ -142,7 +162,7 @@ func newMarts(lake lakeAPI, log broker.Log, cfg Config) *Marts {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Marts{cfg: cfg, lake: lake, log: log}
+	return &Marts{cfg: cfg, lake: lake, log: log, filesSeen: map[string]filesCheck{}, heldSince: map[string]time.Time{}}
 }
 
 // Config returns the effective configuration (defaults filled in).

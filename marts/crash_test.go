@@ -32,7 +32,8 @@ const crashPerBatch = 6
 // beside it. It prints "committed N" after each commit returns and
 // "compacted" after each compaction job.
 func streamWithMaintenance(ctx context.Context, lake *table.Lake, batches int64, out *os.File) error {
-	m := New(lake, nil, Config{Logger: quietLogger(), KeepSnapshots: 2, ExpireOlderThan: 1,
+	m := New(lake, nil, Config{Logger: quietLogger(), KeepSnapshots: 2, MaxSnapshots: 3,
+		Compact: table.CompactPolicy{TargetBytes: 128 << 20, FanIn: 2},
 		Protect: func(context.Context, string) (int64, error) { return 0, nil }})
 	start := int64(0)
 	if mk, ok, err := lake.LastCommitted(ctx, table.SilverEdits, "silver"); err != nil {

@@ -16,4 +16,7 @@ var (
 	// ErrChecksFailed: Refresh rebuilt the marts but at least one asset
 	// check failed; the Report holds each check's numbers.
 	ErrChecksFailed = errors.New("asset checks failed")
+	// ErrNotConsumed: a Protect hook's downstream stream has not consumed
+	// any snapshot of the table yet, so none may be expired (not a failure).
+	ErrNotConsumed = errors.New("downstream stream has consumed nothing yet")
 )

@@ -18,8 +18,12 @@ import (
 type lakeAPI interface {
 	DataFiles(ctx context.Context, ident string) (table.Files, error)
 	Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch) error
-	Compact(ctx context.Context, ident string, targetBytes int64) (table.CompactResult, error)
+	Compact(ctx context.Context, ident string, pol table.CompactPolicy) (table.CompactResult, error)
 	ExpireSnapshots(ctx context.Context, ident string, keepLast int, olderThan time.Duration, protect int64) (int, error)
+	DeleteOrphanFiles(ctx context.Context, ident string, olderThan time.Duration) (int, error)
+	Stats(ctx context.Context, ident string) (table.Stats, error)
+	Maintained(ctx context.Context, ident, job string) (time.Time, bool, error)
+	MarkMaintained(ctx context.Context, ident, job string, at time.Time) error
 	LastCommitted(ctx context.Context, ident, query string) (table.Marker, bool, error)
 	CommitBatch(ctx context.Context, ident string, b table.Batch) (table.Result, error)
 	Catalog() icecat.Catalog

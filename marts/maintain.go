@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"lakehouse/internal/fault"
 	"lakehouse/table"
@@ -22,54 +23,113 @@ var streamedFrom = map[string]bool{table.Bronze: true, table.SilverEdits: true}
 // expireTables are expired by JobExpire.
 func expireTables() []string { return append(append([]string{}, compactTables...), GoldTables...) }
 
-// compact compacts each table in compactTables. A table that does not exist
-// yet is skipped; a failure is collected and the next table still runs.
-func (m *Marts) compact(ctx context.Context) (string, error) {
+// recheckFiles: a table whose file count has not changed is still looked at
+// this often by the compaction check (a day partition turns cold with time).
+const recheckFiles = 15 * time.Minute
+
+// heldWarnEvery rate-limits the warning about a table whose history a
+// downstream stream holds above the bound.
+const heldWarnEvery = 10 * time.Minute
+
+// filesCheck is what the compaction check last saw of a table.
+type filesCheck struct {
+	files int64
+	at    time.Time
+}
+
+// maintain is one pass of the maintenance loop: snapshot expiry of every
+// table over MaxSnapshots, compaction of every table whose files changed
+// (unless a refresh holds the files; the next pass retries), and orphan
+// cleanup where it is due. Each job that did something, or failed, is
+// recorded in ops.runs; a pass with nothing due records nothing.
+func (m *Marts) maintain(ctx context.Context) error {
+	_, errExpire := m.runJob(ctx, JobExpire, lockOf(&m.expireMu), m.expire)
+	_, errCompact := m.runJob(ctx, JobCompact, tryLockOf(&m.mu), m.compact)
+	var errOrphans error
+	if m.cfg.OrphanEvery > 0 {
+		_, errOrphans = m.runJob(ctx, JobOrphans, lockOf(&m.expireMu), m.deleteOrphans)
+	}
+	return errors.Join(errExpire, errCompact, errOrphans)
+}
+
+// compact compacts each table of compactTables whose data files changed
+// since the last check (or that was last checked recheckFiles ago), by
+// m.cfg.Compact. A table that does not exist yet is skipped; a failure is
+// collected and the next table still runs. It returns "" when nothing was
+// rewritten.
+func (m *Marts) compact(ctx context.Context, _ string) (string, error) {
 	var done []string
 	var errs []error
+	now := time.Now()
 	for _, id := range compactTables {
-		res, err := m.lake.Compact(ctx, id, m.cfg.CompactTargetBytes)
+		st, err := m.lake.Stats(ctx, id)
 		switch {
 		case isNoTable(err):
 			continue
 		case err != nil:
+			errs = append(errs, fmt.Errorf("compact %s: %w", id, err))
+			continue
+		}
+		if seen, ok := m.filesSeen[id]; ok && seen.files == st.DataFiles && now.Sub(seen.at) < recheckFiles {
+			continue
+		}
+		if st.DataFiles < 2 {
+			m.filesSeen[id] = filesCheck{st.DataFiles, now}
+			continue
+		}
+		res, err := m.lake.Compact(ctx, id, m.cfg.Compact)
+		if err != nil {
 			if ctx.Err() != nil {
 				return strings.Join(done, "; "), ctx.Err()
 			}
 			errs = append(errs, fmt.Errorf("compact %s: %w", id, err))
 			continue
 		}
+		m.filesSeen[id] = filesCheck{st.DataFiles - int64(res.FilesRemoved) + int64(res.FilesAdded), now}
 		if res.FilesRemoved > 0 {
 			fault.Hit(hookAfterCompact)
+			done = append(done, fmt.Sprintf("%s: %d files (%d rows) into %d", id, res.FilesRemoved, res.RowsMoved, res.FilesAdded))
 		}
-		done = append(done, fmt.Sprintf("%s %+v", id, res))
 	}
 	return strings.Join(done, "; "), errors.Join(errs...)
 }
 
-// expire expires old snapshots of each table, keeping KeepSnapshots and
-// everything Protect reports as unconsumed.
-func (m *Marts) expire(ctx context.Context) (string, error) {
+// expire expires the snapshots of each table that holds more than
+// MaxSnapshots, keeping KeepSnapshots and everything Protect reports as
+// unconsumed. It returns "" when nothing was expired.
+func (m *Marts) expire(ctx context.Context, _ string) (string, error) {
 	var done []string
 	var errs []error
 	for _, id := range expireTables() {
+		st, err := m.lake.Stats(ctx, id)
+		switch {
+		case isNoTable(err):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("expire %s: %w", id, err))
+			continue
+		}
+		if st.Snapshots <= m.cfg.MaxSnapshots {
+			continue
+		}
 		var protect int64
 		switch {
 		case m.cfg.Protect != nil:
 			p, err := m.cfg.Protect(ctx, id)
+			if errors.Is(err, ErrNotConsumed) {
+				m.warnHeld(id, st.Snapshots, err)
+				continue
+			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("expire %s: protected snapshot: %w", id, err))
 				continue
 			}
 			protect = p
 		case streamedFrom[id]:
-			done = append(done, id+" skipped (no Protect hook)")
-			continue
+			continue // no Protect hook: never guess what a stream still needs
 		}
-		n, err := m.lake.ExpireSnapshots(ctx, id, m.cfg.KeepSnapshots, m.cfg.ExpireOlderThan, protect)
+		n, err := m.lake.ExpireSnapshots(ctx, id, m.cfg.KeepSnapshots, m.cfg.MinSnapshotAge, protect)
 		switch {
-		case isNoTable(err):
-			continue
 		case errors.Is(err, fs.ErrNotExist):
 			// iceberg-go's post-commit cleanup also tries to remove files
 			// that manifests of the expired snapshots list as already
@@ -85,10 +145,68 @@ func (m *Marts) expire(ctx context.Context) (string, error) {
 			errs = append(errs, fmt.Errorf("expire %s: %w", id, err))
 			continue
 		}
+		if left := st.Snapshots - n; left > m.cfg.MaxSnapshots {
+			m.warnHeld(id, left, fmt.Errorf("snapshot %d and later are not consumed yet", protect))
+		} else {
+			delete(m.heldSince, id)
+		}
 		if n > 0 {
 			fault.Hit(hookAfterExpire)
+			done = append(done, fmt.Sprintf("%s: %d of %d", id, n, st.Snapshots))
 		}
-		done = append(done, fmt.Sprintf("%s expired %d", id, n))
+	}
+	return strings.Join(done, "; "), errors.Join(errs...)
+}
+
+// warnHeld logs, at most every heldWarnEvery per table, that a downstream
+// stream keeps a table's history above the bound (it is behind or stopped).
+func (m *Marts) warnHeld(id string, snapshots int, why error) {
+	if snapshots <= 2*m.cfg.MaxSnapshots {
+		return
+	}
+	if at, ok := m.heldSince[id]; ok && time.Since(at) < heldWarnEvery {
+		return
+	}
+	m.heldSince[id] = time.Now()
+	m.cfg.Logger.Warn("marts: a downstream stream holds this table's snapshots above the bound",
+		"table", id, "snapshots", snapshots, "max_snapshots", m.cfg.MaxSnapshots, "reason", why)
+}
+
+// orphansJob names the maintenance stamp of orphan cleanup in table
+// properties.
+const orphansJob = "orphans"
+
+// deleteOrphans deletes the orphan files (older than table.DefaultMinOrphanAge:
+// younger ones may belong to a commit in flight) of every table whose last
+// cleanup, as stamped in the table, is OrphanEvery old or never happened.
+// It returns "" when no table was due.
+func (m *Marts) deleteOrphans(ctx context.Context, _ string) (string, error) {
+	var done []string
+	var errs []error
+	now := time.Now()
+	for _, id := range expireTables() {
+		at, ok, err := m.lake.Maintained(ctx, id, orphansJob)
+		switch {
+		case isNoTable(err):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("orphans of %s: %w", id, err))
+			continue
+		case ok && now.Sub(at) < m.cfg.OrphanEvery:
+			continue
+		}
+		n, err := m.lake.DeleteOrphanFiles(ctx, id, table.DefaultMinOrphanAge)
+		if err == nil {
+			err = m.lake.MarkMaintained(ctx, id, orphansJob, now)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return strings.Join(done, "; "), ctx.Err()
+			}
+			errs = append(errs, fmt.Errorf("orphans of %s: %w", id, err))
+			continue
+		}
+		done = append(done, fmt.Sprintf("%s: %d", id, n))
 	}
 	return strings.Join(done, "; "), errors.Join(errs...)
 }

@@ -78,6 +78,10 @@ func (m *Marts) recordRun(ctx context.Context, r Run) error {
 // marker query "marts", creating the table on first use. Marts is the only
 // writer of these tables, and its jobs are serialised.
 func (m *Marts) appendOps(ctx context.Context, ident string, schema *arrow.Schema, runID string, rec arrow.RecordBatch) error {
+	// The next batch id is read from the marker: two appends at once would
+	// pick the same id and the second would be skipped as a replay.
+	m.opsMu.Lock()
+	defer m.opsMu.Unlock()
 	mk, ok, err := m.lake.LastCommitted(ctx, ident, opsQuery)
 	if isNoTable(err) {
 		if err := m.lake.Overwrite(ctx, ident, schema, nil); err != nil {

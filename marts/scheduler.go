@@ -3,6 +3,7 @@ package marts
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -10,8 +11,9 @@ import (
 const (
 	JobRefresh = "refresh" // rebuild the gold marts and run the checks
 	JobCheck   = "check"   // run the checks only (Check)
-	JobCompact = "compact" // compact the streamed and ops tables
-	JobExpire  = "expire"  // expire old snapshots
+	JobCompact = "compact" // compact the streamed and ops tables where due
+	JobExpire  = "expire"  // expire snapshots of tables over MaxSnapshots
+	JobOrphans = "orphans" // delete orphan files where due
 )
 
 // Run statuses.
@@ -31,8 +33,10 @@ type Run struct {
 	Detail   string // what the job did
 }
 
-// RunJob runs one job now (JobRefresh, JobCheck, JobCompact or JobExpire)
-// and records it in ops.runs.
+// RunJob runs one job now (JobRefresh, JobCheck, JobCompact, JobExpire or
+// JobOrphans) and records it in ops.runs. The maintenance jobs do what is
+// due (as the maintenance loop would) and are recorded only when they did
+// something or failed.
 func (m *Marts) RunJob(ctx context.Context, job string) (Run, error) {
 	switch job {
 	case JobRefresh:
@@ -42,25 +46,50 @@ func (m *Marts) RunJob(ctx context.Context, job string) (Run, error) {
 		_, err := m.Check(ctx)
 		return m.LastRun(job), err
 	case JobCompact:
-		return m.runJob(ctx, job, func(ctx context.Context, _ string) (string, error) { return m.compact(ctx) })
+		return m.runJob(ctx, job, lockOf(&m.mu), m.compact)
 	case JobExpire:
-		return m.runJob(ctx, job, func(ctx context.Context, _ string) (string, error) { return m.expire(ctx) })
+		return m.runJob(ctx, job, lockOf(&m.expireMu), m.expire)
+	case JobOrphans:
+		return m.runJob(ctx, job, lockOf(&m.expireMu), m.deleteOrphans)
 	}
 	return Run{}, fmt.Errorf("run job %q: unknown job", job)
 }
 
-// LastRun returns the newest run of job made by this Marts (zero if none).
+// LastRun returns the newest recorded run of job made by this Marts (zero
+// if none).
 func (m *Marts) LastRun(job string) Run {
 	m.lastMu.Lock()
 	defer m.lastMu.Unlock()
 	return m.last[job]
 }
 
-// runJob runs fn as one serialised, timed, recorded run of job. A failure to
-// record is logged and joined to the returned error.
-func (m *Marts) runJob(ctx context.Context, job string, fn func(ctx context.Context, runID string) (string, error)) (Run, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// locker takes a job's lock: false means the job is skipped this time.
+type locker struct {
+	mu  *sync.Mutex
+	try bool
+}
+
+func lockOf(mu *sync.Mutex) locker    { return locker{mu: mu} }
+func tryLockOf(mu *sync.Mutex) locker { return locker{mu: mu, try: true} }
+
+func (l locker) lock() bool {
+	if l.try {
+		return l.mu.TryLock()
+	}
+	l.mu.Lock()
+	return true
+}
+
+// runJob runs fn as one timed run of job under lock (skipped, with a zero
+// Run, when lock is a try-lock that is held). A run is recorded in ops.runs
+// when fn failed, returned a detail (it did something), or job is a refresh
+// or check (every one is recorded). A failure to record is logged and joined
+// to the returned error.
+func (m *Marts) runJob(ctx context.Context, job string, lk locker, fn func(ctx context.Context, runID string) (string, error)) (Run, error) {
+	if !lk.lock() {
+		return Run{}, nil
+	}
+	defer lk.mu.Unlock()
 	start := time.Now().UTC()
 	r := Run{ID: job + "-" + start.Format("20060102T150405.000000Z"), Job: job, Started: start}
 	detail, err := fn(ctx, r.ID)
@@ -69,6 +98,10 @@ func (m *Marts) runJob(ctx context.Context, job string, fn func(ctx context.Cont
 	r.Status = StatusOK
 	if err != nil {
 		r.Status, r.Err = StatusFailed, err.Error()
+	}
+	always := job == JobRefresh || job == JobCheck
+	if !always && err == nil && detail == "" {
+		return r, nil // nothing was due
 	}
 	if ctx.Err() == nil {
 		if rerr := m.recordRun(ctx, r); rerr != nil {
@@ -95,63 +128,55 @@ func (m *Marts) runJob(ctx context.Context, job string, fn func(ctx context.Cont
 	return r, err
 }
 
-// Run is the scheduler loop: it refreshes the marts (and checks) at once and
-// then every RefreshEvery, compacts every CompactEvery and expires snapshots
-// every ExpireEvery (the first compaction and expiry one interval after the
-// start). Jobs run one at a time on this goroutine, each recorded in ops.runs;
-// a failed run is logged, recorded and retried after RetryEvery (or its own
-// interval, if shorter). A negative interval disables that job. Run never
-// touches the streams: it only reads committed snapshots and commits its own
-// snapshots, so a slow or failing run delays nothing but the next run. It
-// returns ctx.Err() when ctx is done.
+// Run runs the two loops of the scheduler until ctx is done: the refresh
+// loop rebuilds the marts (and runs the checks) at once and then every
+// RefreshEvery, retrying a failed refresh after RetryEvery; the maintenance
+// loop looks at every table at once and then every MaintainEvery and does
+// what is due there (see maintain). What is due is read from the tables, so
+// a restart never resets a schedule. A negative interval disables that
+// loop. Run never touches the streams: it only reads committed snapshots
+// and commits its own snapshots, so a slow or failing run delays nothing
+// but the next run. It returns ctx.Err() when ctx is done.
 func (m *Marts) Run(ctx context.Context) error {
-	type sched struct {
-		job   string
-		every time.Duration
-		next  time.Time
+	var wg sync.WaitGroup
+	if m.cfg.RefreshEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.loop(ctx, m.cfg.RefreshEvery, func(ctx context.Context) error {
+				_, err := m.Refresh(ctx)
+				return err
+			})
+		}()
 	}
-	now := time.Now()
-	var jobs []*sched
-	for _, j := range []struct {
-		job   string
-		every time.Duration
-		first time.Duration
-	}{
-		{JobRefresh, m.cfg.RefreshEvery, 0},
-		{JobCompact, m.cfg.CompactEvery, m.cfg.CompactEvery},
-		{JobExpire, m.cfg.ExpireEvery, m.cfg.ExpireEvery},
-	} {
-		if j.every > 0 {
-			jobs = append(jobs, &sched{j.job, j.every, now.Add(j.first)})
-		}
+	if m.cfg.MaintainEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.loop(ctx, m.cfg.MaintainEvery, m.maintain)
+		}()
 	}
-	if len(jobs) == 0 {
-		<-ctx.Done()
-		return ctx.Err()
-	}
+	wg.Wait()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// loop runs fn at once and then every every (after RetryEvery instead when
+// it failed and that is sooner) until ctx is done. Failures are logged and
+// recorded by fn's jobs.
+func (m *Marts) loop(ctx context.Context, every time.Duration, fn func(context.Context) error) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		due := jobs[0]
-		for _, j := range jobs[1:] {
-			if j.next.Before(due.next) {
-				due = j
-			}
-		}
-		timer.Reset(time.Until(due.next))
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return
 		case <-timer.C:
 		}
-		_, err := m.RunJob(ctx, due.job)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		wait := due.every
-		if err != nil && m.cfg.RetryEvery < wait {
+		wait := every
+		if err := fn(ctx); err != nil && m.cfg.RetryEvery < wait {
 			wait = m.cfg.RetryEvery
 		}
-		due.next = time.Now().Add(wait)
+		timer.Reset(wait)
 	}
 }

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -23,39 +24,52 @@ const (
 // TableSink commits batches to one table of a table.Lake with
 // Lake.CommitBatch. The table marker is keyed by the query name (Batch.Query),
 // not by the run's query id, so that a lost checkpoint can be rebuilt from
-// it; the query id travels in the snapshot summary (PropStreamQueryID).
+// it; the query id travels in the marker and in the snapshot summary
+// (PropStreamQueryID).
 type TableSink struct {
 	Lake  *table.Lake
 	Table string
+	// Props, when set, adds summary properties to each batch's snapshot (a
+	// stateful processor's stats and state version). It is called after the
+	// batch was processed.
+	Props func(b Batch) map[string]string
 }
 
 // Commit implements Sink.
 func (s *TableSink) Commit(ctx context.Context, b Batch, rows []arrow.RecordBatch) (SinkResult, error) {
+	props := map[string]string{}
+	if s.Props != nil {
+		maps.Copy(props, s.Props(b))
+	}
+	props[PropStreamQueryID] = b.QueryID
+	props[PropStreamStart] = string(b.Start)
+	props[PropStreamQuery] = b.Query
 	res, err := s.Lake.CommitBatch(ctx, s.Table, table.Batch{
 		Query:   b.Query,
+		RunID:   b.QueryID,
 		ID:      b.ID,
 		Offsets: string(b.End),
 		Records: rows,
-		Props: map[string]string{
-			PropStreamQueryID: b.QueryID,
-			PropStreamStart:   string(b.Start),
-			PropStreamQuery:   b.Query,
-		},
+		Props:   props,
 	})
 	if err != nil {
-		return SinkResult{}, fmt.Errorf("commit to %s: %w", s.Table, err)
+		return SinkResult{}, fmt.Errorf("commit %s batch %d to %s: %w", b.Query, b.ID, s.Table, err)
 	}
 	return SinkResult{Committed: res.Committed, SnapshotID: res.SnapshotID, Rows: res.Rows}, nil
 }
 
-// LastCommitted implements Sink. The query id is looked up in the summary of
-// the marker's snapshot; it is empty if that snapshot was expired.
+// LastCommitted implements Sink. The query id comes from the marker; a
+// marker written before it carried one is matched with its snapshot's
+// summary (empty if that snapshot was expired).
 func (s *TableSink) LastCommitted(ctx context.Context, query string) (Marker, bool, error) {
 	m, ok, err := s.Lake.LastCommitted(ctx, s.Table, query)
 	if err != nil || !ok {
 		return Marker{}, ok, err
 	}
-	out := Marker{Batch: m.Batch, End: Offset(m.Offsets)}
+	out := Marker{Batch: m.Batch, End: Offset(m.Offsets), QueryID: m.RunID}
+	if out.QueryID != "" || m.SnapshotID == 0 {
+		return out, true, nil
+	}
 	snaps, err := s.Lake.AppendsAfter(ctx, s.Table, 0)
 	if err != nil {
 		return Marker{}, false, fmt.Errorf("read snapshots of %s: %w", s.Table, err)

@@ -39,34 +39,42 @@ const (
 
 // Batch is one micro-batch of a streaming query, committed exactly once.
 type Batch struct {
-	Query   string              // query id (opaque)
+	Query   string              // query name: keys the marker (opaque)
+	RunID   string              // the run's query id (opaque), kept in the marker; may be empty
 	ID      int64               // batch id; ids of one query increase
 	Offsets string              // source offsets, opaque string
-	Records []arrow.RecordBatch // may be empty: an empty batch still commits its marker; not released by CommitBatch
-	Props   map[string]string   // extra summary properties (keys get the "lakehouse." prefix)
+	Records []arrow.RecordBatch // may be empty: an empty batch commits its marker only (no snapshot); not released by CommitBatch
+	Props   map[string]string   // extra summary properties (keys get the "lakehouse." prefix), also kept in the marker
 }
 
 // Result reports a CommitBatch.
 type Result struct {
 	Committed  bool  // false: already committed earlier, nothing written now
-	SnapshotID int64 // the snapshot that carries this batch (0 if expired since)
+	SnapshotID int64 // the snapshot that carries this batch (0 for an empty batch, or if expired since)
 	DataFiles  int
 	Rows       int64
 }
 
 // Marker is a query's last committed batch, kept as a table property so it
 // survives snapshot expiry and compaction. SnapshotID is the snapshot that
-// committed the batch, or 0 once that snapshot has been expired.
+// committed the batch, or 0 when the batch was empty (it committed the
+// marker only) or that snapshot has been expired. Props are the batch's
+// summary properties with their "lakehouse." prefix (nil for markers
+// written before they were kept).
 type Marker struct {
 	Query      string
+	RunID      string
 	Batch      int64
 	Offsets    string
 	SnapshotID int64
+	Props      map[string]string
 }
 
 type markerValue struct {
-	Batch   int64  `json:"batch"`
-	Offsets string `json:"offsets"`
+	Batch   int64             `json:"batch"`
+	Offsets string            `json:"offsets"`
+	RunID   string            `json:"run_id,omitempty"`
+	Props   map[string]string `json:"props,omitempty"`
 }
 
 func markerKey(query string) string { return markerPropPrefix + query }
@@ -80,7 +88,7 @@ func readMarker(tbl *icetable.Table, query string) (Marker, bool, error) {
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
 		return Marker{}, false, fmt.Errorf("decode marker of query %q: %w", query, err)
 	}
-	return Marker{Query: query, Batch: v.Batch, Offsets: v.Offsets}, true, nil
+	return Marker{Query: query, RunID: v.RunID, Batch: v.Batch, Offsets: v.Offsets, Props: v.Props}, true, nil
 }
 
 // LastCommitted returns the last batch id and offsets committed to ident by
@@ -108,6 +116,9 @@ func (l *Lake) LastCommitted(ctx context.Context, ident, query string) (Marker, 
 //     with the marker table property, in one catalog transaction pinned with
 //     AssertRefSnapshotID("main"), so a concurrent commit makes it fail
 //     instead of being replayed;
+//   - a batch without rows commits the marker property alone (pinned the
+//     same way): no snapshot, so a query whose batches are mostly empty (a
+//     sessions query between closes) does not grow the table's history;
 //   - after a lost race it reloads and re-checks the marker: if a zombie or
 //     replay committed this batch meanwhile, it deletes its own data files and
 //     returns Committed=false; otherwise it retries with the same files.
@@ -183,16 +194,12 @@ func commitFiles(ctx context.Context, tbl *icetable.Table, b Batch, files []iceb
 	if err := txn.AssertRefSnapshotID(icetable.MainBranch); err != nil {
 		return 0, fmt.Errorf("pin main: %w", err)
 	}
-	var err error
-	if len(files) == 0 {
-		err = txn.AddFiles(ctx, nil, summary, false)
-	} else {
-		err = txn.AddDataFiles(ctx, files, summary, icetable.WithoutDuplicateCheck())
+	if len(files) > 0 {
+		if err := txn.AddDataFiles(ctx, files, summary, icetable.WithoutDuplicateCheck()); err != nil {
+			return 0, fmt.Errorf("stage append: %w", err)
+		}
 	}
-	if err != nil {
-		return 0, fmt.Errorf("stage append: %w", err)
-	}
-	mv, err := json.Marshal(markerValue{Batch: b.ID, Offsets: b.Offsets})
+	mv, err := json.Marshal(markerValue{Batch: b.ID, Offsets: b.Offsets, RunID: b.RunID, Props: markerProps(summary)})
 	if err != nil {
 		return 0, fmt.Errorf("encode marker: %w", err)
 	}
@@ -202,6 +209,9 @@ func commitFiles(ctx context.Context, tbl *icetable.Table, b Batch, files []iceb
 	committed, err := txn.Commit(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if len(files) == 0 {
+		return 0, nil // marker only
 	}
 	// The commit was pinned to the old head, so main's new head is ours.
 	head := committed.Metadata().SnapshotByName(icetable.MainBranch)
@@ -221,6 +231,23 @@ func batchSnapshot(tbl *icetable.Table, query string, batch int64) int64 {
 		}
 	}
 	return 0
+}
+
+// markerProps are the batch's own summary properties (b.Props, prefixed),
+// without the keys the marker holds itself.
+func markerProps(summary iceberg.Properties) map[string]string {
+	out := make(map[string]string, len(summary))
+	for k, v := range summary {
+		switch k {
+		case SummaryQueryID, SummaryBatchID, SummaryOffsets:
+			continue
+		}
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func summaryProps(b Batch) iceberg.Properties {

@@ -118,31 +118,52 @@ func testCommitAndReplay(t *testing.T, b backend) {
 	}
 }
 
+// testEmptyBatch: a batch without rows commits its marker (with the batch's
+// properties) and no snapshot; a replay of it is skipped.
 func testEmptyBatch(t *testing.T, b backend) {
 	l := openLake(t, b.cfg(t, t.TempDir()))
 	ctx := context.Background()
-	res := mustCommit(t, l, table.SilverEdits, table.Batch{Query: "silver", ID: 7, Offsets: "bronze@42",
+	res := mustCommit(t, l, table.Bronze, table.Batch{Query: "silver", RunID: "run-1", ID: 7, Offsets: "bronze@42",
 		Props: map[string]string{"watermark": "123", "lakehouse.note": "x", "added-records": "999"}})
-	if !res.Committed || res.Rows != 0 || res.DataFiles != 0 {
-		t.Fatalf("empty batch: got %+v, want committed with 0 rows", res)
+	if !res.Committed || res.Rows != 0 || res.DataFiles != 0 || res.SnapshotID != 0 {
+		t.Fatalf("empty batch: got %+v, want committed with 0 rows and no snapshot", res)
 	}
-	m, ok, err := l.LastCommitted(ctx, table.SilverEdits, "silver")
-	if err != nil || !ok || m.Batch != 7 || m.Offsets != "bronze@42" {
-		t.Fatalf("marker: got %+v %v %v, want batch 7", m, ok, err)
+	m, ok, err := l.LastCommitted(ctx, table.Bronze, "silver")
+	if err != nil || !ok || m.Batch != 7 || m.Offsets != "bronze@42" || m.RunID != "run-1" {
+		t.Fatalf("marker: got %+v %v %v, want batch 7 of run-1", m, ok, err)
 	}
-	snaps, err := l.AppendsAfter(ctx, table.SilverEdits, 0)
+	if m.Props["lakehouse.watermark"] != "123" || m.Props["lakehouse.note"] != "x" {
+		t.Fatalf("marker props: got %v, want lakehouse.watermark and lakehouse.note", m.Props)
+	}
+	if m.Props["added-records"] != "" || m.Props["lakehouse.added-records"] != "999" {
+		t.Fatalf("marker props: reserved key not prefixed: %v", m.Props)
+	}
+	snaps, err := l.AppendsAfter(ctx, table.Bronze, 0)
+	if err != nil || len(snaps) != 0 {
+		t.Fatalf("appends: got %d %v, want none", len(snaps), err)
+	}
+	if st, err := l.Stats(ctx, table.Bronze); err != nil || st.Snapshots != 0 {
+		t.Fatalf("stats: got %+v %v, want no snapshot", st, err)
+	}
+	if got := mustCommit(t, l, table.Bronze, table.Batch{Query: "silver", ID: 7}); got.Committed {
+		t.Fatalf("empty replay: got committed, want skipped")
+	}
+	// A batch with rows after it is one snapshot whose summary carries the
+	// properties (prefixed, never over a reserved key).
+	rec := bronzeRecord(0, 0, 3)
+	defer rec.Release()
+	res = mustCommit(t, l, table.Bronze, table.Batch{Query: "silver", ID: 8, Offsets: "bronze@43",
+		Records: []arrow.RecordBatch{rec}, Props: map[string]string{"watermark": "124", "added-records": "999"}})
+	if !res.Committed || res.Rows != 3 || res.SnapshotID == 0 {
+		t.Fatalf("batch 8: got %+v, want 3 rows in a snapshot", res)
+	}
+	snaps, err = l.AppendsAfter(ctx, table.Bronze, 0)
 	if err != nil || len(snaps) != 1 {
 		t.Fatalf("appends: got %d %v, want 1", len(snaps), err)
 	}
 	sum := snaps[0].Summary
-	if sum["lakehouse.watermark"] != "123" || sum["lakehouse.note"] != "x" {
-		t.Fatalf("summary props: got %v, want lakehouse.watermark and lakehouse.note", sum)
-	}
-	if sum["added-records"] == "999" || sum["lakehouse.added-records"] != "999" {
-		t.Fatalf("summary: reserved key overwritten or not prefixed: %v", sum)
-	}
-	if got := mustCommit(t, l, table.SilverEdits, table.Batch{Query: "silver", ID: 7}); got.Committed {
-		t.Fatalf("empty replay: got committed, want skipped")
+	if sum["lakehouse.watermark"] != "124" || sum["added-records"] != "3" || sum["lakehouse.added-records"] != "999" {
+		t.Fatalf("summary: got %v, want lakehouse.watermark 124 and the reserved added-records untouched", sum)
 	}
 }
 
@@ -242,7 +263,7 @@ func testIncrementalReads(t *testing.T, b backend) {
 		res := mustCommit(t, l, table.Bronze, batchOf("bronze", id, bronzeRecord(0, (id-1)*5, 5)))
 		ids = append(ids, res.SnapshotID)
 	}
-	if _, err := l.Compact(ctx, table.Bronze, 64<<20); err != nil {
+	if _, err := l.Compact(ctx, table.Bronze, mergeAll); err != nil {
 		t.Fatalf("compact: %v", err)
 	}
 	mustCommit(t, l, table.Bronze, batchOf("bronze", 5, bronzeRecord(0, 20, 5)))
@@ -325,7 +346,7 @@ func testMarkersSurviveMaintenance(t *testing.T, b backend) {
 		mustCommit(t, l, table.Bronze, batchOf("bronze", id, bronzeRecord(0, (id-1)*10, 10)))
 	}
 	mustCommit(t, l, table.Bronze, batchOf("backfill", 3, bronzeRecord(1, 0, 10)))
-	res, err := l.Compact(ctx, table.Bronze, 64<<20)
+	res, err := l.Compact(ctx, table.Bronze, mergeAll)
 	if err != nil {
 		t.Fatalf("compact: %v", err)
 	}

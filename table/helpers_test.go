@@ -131,3 +131,7 @@ func mustCommit(t testing.TB, l *table.Lake, ident string, b table.Batch) table.
 	}
 	return res
 }
+
+// mergeAll is a compaction policy that merges any two small files of a
+// partition (the tests' tables hold a handful of tiny files).
+var mergeAll = table.CompactPolicy{TargetBytes: 64 << 20, FanIn: 2}

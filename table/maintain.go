@@ -8,92 +8,13 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icetable "github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/table/compaction"
 )
 
-// None of the maintenance calls below touch table properties, so a query's
-// last-committed marker (a property) survives all of them; each commit is
+// None of the maintenance calls below touch a query's last-committed marker
+// (a table property; MarkMaintained sets only its own key), so it survives
+// all of them; each commit is
 // applied to the catalog's current metadata and fails (and is retried from a
 // fresh plan) rather than overwrite a concurrent CommitBatch.
-
-// CompactResult reports a Compact call.
-type CompactResult struct {
-	Groups       int   // compaction groups rewritten
-	FilesRemoved int   // small data files replaced
-	FilesAdded   int   // data files written
-	BytesBefore  int64 // size of the replaced files
-	BytesAfter   int64 // size of the new files
-	SnapshotID   int64 // the replace snapshot (0 if nothing to do)
-}
-
-// Compact rewrites small data files of ident into files of about targetBytes,
-// per partition, as one "replace" snapshot (which AppendsAfter skips).
-// Files already within 75%..180% of the target are left alone.
-func (l *Lake) Compact(ctx context.Context, ident string, targetBytes int64) (CompactResult, error) {
-	if targetBytes <= 0 {
-		return CompactResult{}, fmt.Errorf("compact %s: target size %d must be positive", ident, targetBytes)
-	}
-	cfg := compaction.DefaultConfig()
-	cfg.TargetFileSizeBytes = targetBytes
-	cfg.MinFileSizeBytes = targetBytes * 3 / 4
-	cfg.MaxFileSizeBytes = targetBytes * 9 / 5
-	cfg.MinInputFiles = 2
-	return retryCommit(ctx, l, "compact "+ident, func() (CompactResult, error) {
-		tbl, err := l.load(ctx, ident)
-		if err != nil {
-			return CompactResult{}, err
-		}
-		if tbl.CurrentSnapshot() == nil {
-			return CompactResult{}, nil
-		}
-		plan, err := compaction.Analyze(ctx, tbl, cfg)
-		if err != nil {
-			return CompactResult{}, err
-		}
-		if len(plan.Groups) == 0 {
-			return CompactResult{}, nil
-		}
-		groups := make([]icetable.CompactionTaskGroup, len(plan.Groups))
-		for i, g := range plan.Groups {
-			groups[i] = icetable.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
-		}
-		txn := tbl.NewTransaction()
-		res, err := txn.RewriteDataFiles(ctx, groups, icetable.RewriteDataFilesOptions{
-			SnapshotProps: iceberg.Properties{PropPrefix + "maintenance": "compact"},
-			GroupOptions:  []icetable.CompactionGroupOption{icetable.WithCompactionTargetFileSize(targetBytes)},
-		})
-		if err != nil {
-			return CompactResult{}, err
-		}
-		staged, err := txn.StagedTable()
-		if err != nil {
-			return CompactResult{}, err
-		}
-		if got, want := totalRecords(staged.CurrentSnapshot()), totalRecords(tbl.CurrentSnapshot()); got != want {
-			return CompactResult{}, fmt.Errorf("%w: rewrite would leave %s rows, table has %s", ErrLostWrite, got, want)
-		}
-		committed, err := txn.Commit(ctx)
-		if err != nil {
-			return CompactResult{}, err
-		}
-		res.Table = committed
-		out := CompactResult{
-			Groups: res.RewrittenGroups, FilesRemoved: res.RemovedDataFiles, FilesAdded: res.AddedDataFiles,
-			BytesBefore: res.BytesBefore, BytesAfter: res.BytesAfter,
-		}
-		if res.Table != nil && res.Table.CurrentSnapshot() != nil {
-			out.SnapshotID = res.Table.CurrentSnapshot().SnapshotID
-		}
-		return out, nil
-	})
-}
-
-func totalRecords(s *icetable.Snapshot) string {
-	if s == nil || s.Summary == nil {
-		return "<none>"
-	}
-	return s.Summary.Properties["total-records"]
-}
 
 // ExpireSnapshots removes old snapshots of ident and the files only they
 // referenced. It keeps at least the keepLast newest snapshots of main, every
@@ -199,4 +120,44 @@ func retryCommit[T any](ctx context.Context, l *Lake, what string, op func() (T,
 			return v, fmt.Errorf("%s: %w", what, err)
 		}
 	}
+}
+
+// maintainedKey is the table property recording when job last ran on a
+// table, so that a schedule survives restarts.
+func maintainedKey(job string) string { return PropPrefix + "maintenance." + job + "-at" }
+
+// Maintained returns when job (a name of the caller's) last ran on ident,
+// as recorded by MarkMaintained; ok is false if never.
+func (l *Lake) Maintained(ctx context.Context, ident, job string) (time.Time, bool, error) {
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	raw, ok := tbl.Properties()[maintainedKey(job)]
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	at, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("maintenance stamp %s of %s: %w", job, ident, err)
+	}
+	return at, true, nil
+}
+
+// MarkMaintained records in ident's properties that job ran at at (a
+// metadata-only commit, retried after a lost race).
+func (l *Lake) MarkMaintained(ctx context.Context, ident, job string, at time.Time) error {
+	_, err := retryCommit(ctx, l, "mark "+job+" of "+ident, func() (struct{}, error) {
+		tbl, err := l.load(ctx, ident)
+		if err != nil {
+			return struct{}{}, err
+		}
+		txn := tbl.NewTransaction()
+		if err := txn.SetProperties(iceberg.Properties{maintainedKey(job): at.UTC().Format(time.RFC3339Nano)}); err != nil {
+			return struct{}{}, err
+		}
+		_, err = txn.Commit(ctx)
+		return struct{}{}, err
+	})
+	return err
 }

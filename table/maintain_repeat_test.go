@@ -22,7 +22,7 @@ func TestRepeatedCompactAndExpire(t *testing.T) {
 					id++
 					mustCommit(t, l, table.Bronze, batchOf("bronze", id, bronzeRecord(0, (id-1)*10, 10)))
 				}
-				if _, err := l.Compact(ctx, table.Bronze, 64<<20); err != nil {
+				if _, err := l.Compact(ctx, table.Bronze, mergeAll); err != nil {
 					t.Fatalf("round %d compact: %v", round, err)
 				}
 				if _, err := l.ExpireSnapshots(ctx, table.Bronze, 1, 0, 0); err != nil {

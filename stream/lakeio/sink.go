@@ -1,13 +1,8 @@
 package lakeio
 
 import (
-	"context"
-	"fmt"
-	"maps"
 	"strconv"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow"
 
 	"lakehouse/stream"
 	"lakehouse/table"
@@ -22,7 +17,6 @@ const (
 	SummaryUnparseable  = "lakehouse.unparseable"
 	SummaryWatermark    = "lakehouse.watermark"     // RFC 3339, UTC; absent when none
 	SummaryStateVersion = "lakehouse.state-version" // the state version the batch produced
-	summaryQueryID      = "lakehouse." + stream.PropStreamQueryID
 )
 
 // StatsProps renders a batch's stats and the state version it produced as
@@ -70,57 +64,11 @@ func StatsFromSummary(sum map[string]string) (s stream.ProcessStats, version int
 
 // PropsFunc returns the extra snapshot-summary properties of batch b. It is
 // called after b was processed.
-type PropsFunc func(b stream.Batch) map[string]string
+type PropsFunc = func(b stream.Batch) map[string]string
 
-// Sink commits each batch as one snapshot of a table, exactly once, through
-// table.Lake.CommitBatch (whose marker check makes a replayed batch a
-// no-op). It is stream.TableSink plus per-batch summary properties.
-type Sink struct {
-	Lake  *table.Lake
-	Table string
-	// Props, when set, adds summary properties to each batch's snapshot.
-	Props PropsFunc
-}
-
-// NewSink returns a Sink committing to ident.
-func NewSink(lake *table.Lake, ident string, props PropsFunc) *Sink {
-	return &Sink{Lake: lake, Table: ident, Props: props}
-}
-
-// Commit writes rows as batch b (see stream.Sink).
-func (s *Sink) Commit(ctx context.Context, b stream.Batch, rows []arrow.RecordBatch) (stream.SinkResult, error) {
-	props := map[string]string{}
-	if s.Props != nil {
-		maps.Copy(props, s.Props(b))
-	}
-	props[stream.PropStreamQueryID] = b.QueryID
-	props[stream.PropStreamStart] = string(b.Start)
-	props[stream.PropStreamQuery] = b.Query
-	res, err := s.Lake.CommitBatch(ctx, s.Table, table.Batch{
-		Query: b.Query, ID: b.ID, Offsets: string(b.End), Records: rows, Props: props,
-	})
-	if err != nil {
-		return stream.SinkResult{}, fmt.Errorf("commit %s batch %d to %s: %w", b.Query, b.ID, s.Table, err)
-	}
-	return stream.SinkResult{Committed: res.Committed, SnapshotID: res.SnapshotID, Rows: res.Rows}, nil
-}
-
-// LastCommitted returns the table's marker of query, with the query id
-// looked up in the marker snapshot's summary (empty if it was expired).
-func (s *Sink) LastCommitted(ctx context.Context, query string) (stream.Marker, bool, error) {
-	m, ok, err := s.Lake.LastCommitted(ctx, s.Table, query)
-	if err != nil || !ok {
-		return stream.Marker{}, false, err
-	}
-	out := stream.Marker{Batch: m.Batch, End: stream.Offset(m.Offsets)}
-	snaps, err := s.Lake.AppendsAfter(ctx, s.Table, 0)
-	if err != nil {
-		return stream.Marker{}, false, fmt.Errorf("read snapshots of %s: %w", s.Table, err)
-	}
-	for _, sn := range snaps {
-		if sn.ID == m.SnapshotID {
-			out.QueryID = sn.Summary[summaryQueryID]
-		}
-	}
-	return out, true, nil
+// NewSink returns the sink of a stateful query reading a table: a
+// stream.TableSink on ident whose snapshots also carry props (the batch's
+// stats and state version).
+func NewSink(lake *table.Lake, ident string, props PropsFunc) *stream.TableSink {
+	return &stream.TableSink{Lake: lake, Table: ident, Props: props}
 }

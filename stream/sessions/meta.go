@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"encoding/json"
-	"time"
 
 	"lakehouse/stream"
 )
@@ -16,5 +15,3 @@ func ParseMeta(raw json.RawMessage) (Meta, error) { return stream.ParseEventTime
 
 // noTime marks "no event seen" / "no watermark yet" (Unix microseconds).
 const noTime = stream.NoTime
-
-func microsTime(us int64) time.Time { return stream.MicrosTime(us) }

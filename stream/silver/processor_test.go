@@ -234,7 +234,7 @@ func TestKeyOf(t *testing.T) {
 	if k[0] != 0x80 || k[15] != 0x66 {
 		t.Errorf("uuid key: got %x", k)
 	}
-	if keyOf("not-a-uuid") == keyOf("not-a-uuid2") || keyOf("not-a-uuid") != keyOf("not-a-uuid") {
+	if a, b := keyOf("not-a-uuid"), keyOf("not-a-uuid"); keyOf("not-a-uuid") == keyOf("not-a-uuid2") || a != b {
 		t.Errorf("hashed keys are not a function of the id")
 	}
 	if keyOf("x")[6]>>4 != 0 {

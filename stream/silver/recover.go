@@ -22,24 +22,15 @@ import (
 // so the newest silver event time is the newest event time seen, except for
 // late rows, which are older than the watermark anyway.
 func stateFromTable(ctx context.Context, lake *table.Lake, query string, v int64, delay time.Duration) (*state, error) {
-	snaps, err := lake.AppendsAfter(ctx, table.SilverEdits, 0)
-	if err != nil {
-		return nil, fmt.Errorf("rebuild state from %s: %w", table.SilverEdits, err)
-	}
 	st := newState(v)
-	var found bool
-	for i := len(snaps) - 1; i >= 0 && !found; i-- {
-		if snaps[i].Summary[table.SummaryQueryID] != query {
-			continue
-		}
-		found = true
-		if s, _, ok := lakeio.StatsFromSummary(snaps[i].Summary); ok && !s.Watermark.IsZero() {
-			st.watermark = s.Watermark.UnixMicro()
-		}
+	wm, found, err := lastWatermark(ctx, lake, query)
+	if err != nil {
+		return nil, err
 	}
 	if !found {
 		return st, nil
 	}
+	st.watermark = wm
 	id, err := parseTableIdent(table.SilverEdits)
 	if err != nil {
 		return nil, err
@@ -69,6 +60,38 @@ func stateFromTable(ctx context.Context, lake *table.Lake, query string, v int64
 		}
 	}
 	return st, nil
+}
+
+// lastWatermark returns the watermark silver's last committed batch used
+// (noTime if it had none): from the table marker, which every batch
+// updates (empty batches too), or, for a marker written before it kept the
+// batch's properties, from the newest silver snapshot's summary. found is
+// false when the query never committed.
+func lastWatermark(ctx context.Context, lake *table.Lake, query string) (int64, bool, error) {
+	m, ok, err := lake.LastCommitted(ctx, table.SilverEdits, query)
+	if err != nil {
+		return noTime, false, fmt.Errorf("rebuild state from %s: %w", table.SilverEdits, err)
+	}
+	if !ok {
+		return noTime, false, nil
+	}
+	sum := m.Props
+	if sum == nil {
+		snaps, err := lake.AppendsAfter(ctx, table.SilverEdits, 0)
+		if err != nil {
+			return noTime, false, fmt.Errorf("rebuild state from %s: %w", table.SilverEdits, err)
+		}
+		for i := len(snaps) - 1; i >= 0; i-- {
+			if snaps[i].Summary[table.SummaryQueryID] == query {
+				sum = snaps[i].Summary
+				break
+			}
+		}
+	}
+	if s, _, ok := lakeio.StatsFromSummary(sum); ok && !s.Watermark.IsZero() {
+		return s.Watermark.UnixMicro(), true, nil
+	}
+	return noTime, true, nil
 }
 
 func addRows(st *state, rec arrow.RecordBatch, delay time.Duration) error {

@@ -1,0 +1,95 @@
+package table_test
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"lakehouse/table"
+)
+
+// TestCompactTiersBoundFilesAndRewrites streams many tiny commits into one
+// partition and compacts after each, as the maintenance loop does: the live
+// files stay bounded (at most about FanIn per tier), no row is lost, and
+// every byte is rewritten a bounded number of times (once per tier), not at
+// every compaction as a plain "merge every small file" policy would.
+func TestCompactTiersBoundFilesAndRewrites(t *testing.T) {
+	l := openLake(t, table.Config{Dir: t.TempDir()})
+	ctx := context.Background()
+	pol := table.CompactPolicy{TargetBytes: 64 << 20, FanIn: 4}
+	const commits, perCommit = 240, 20
+	var rewritten int64
+	maxFiles := int64(0)
+	for id := int64(1); id <= commits; id++ {
+		// One partition: offsets 0..4799 s after baseTime's next midnight.
+		mustCommit(t, l, table.Bronze, batchOf("bronze", id, bronzeRecord(0, 120+(id-1)*perCommit, perCommit)))
+		res, err := l.Compact(ctx, table.Bronze, pol)
+		if err != nil {
+			t.Fatalf("commit %d: compact: %v", id, err)
+		}
+		rewritten += res.RowsMoved
+		st, err := l.Stats(ctx, table.Bronze)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxFiles = max(maxFiles, st.DataFiles)
+	}
+	st, err := l.Stats(ctx, table.Bronze)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records != commits*perCommit {
+		t.Fatalf("rows after compaction: got %d, want %d", st.Records, commits*perCommit)
+	}
+	rows, seen := scanOffsets(t, l, table.Bronze)
+	if rows != commits*perCommit || len(seen) != commits*perCommit {
+		t.Fatalf("scan: got %d rows (%d distinct offsets), want %d", rows, len(seen), commits*perCommit)
+	}
+	// Tiers of row counts by factors of 4: 4,800 rows in files of 20 span
+	// tiers 2 to 6, each holding fewer than FanIn files between compactions
+	// (one more may just have been added).
+	tiers := int64(math.Ceil(math.Log(float64(st.Records)) / math.Log(float64(pol.FanIn))))
+	if limit := tiers*int64(pol.FanIn) + 1; maxFiles > limit {
+		t.Errorf("live data files peaked at %d, want at most %d (%d tiers)", maxFiles, limit, tiers)
+	}
+	// Each row climbs at least one tier per rewrite: rows rewritten are
+	// bounded by the tiers times the rows, not by the number of compactions
+	// (merging every small file each time would move about
+	// commits x rows / 2 = 576,000).
+	if limit := tiers * st.Records; rewritten > limit {
+		t.Errorf("rows rewritten by compaction: %d for a %d-row table, want at most %d", rewritten, st.Records, limit)
+	}
+	t.Logf("%d commits: live files peaked at %d, now %d; %d rows rewritten for %d rows (%d bytes)",
+		commits, maxFiles, st.DataFiles, rewritten, st.Records, st.DataBytes)
+}
+
+// TestCompactColdPartitions: once a day partition has ended ColdAfter ago,
+// all of its small files are merged, whatever their tiers.
+func TestCompactColdPartitions(t *testing.T) {
+	l := openLake(t, table.Config{Dir: t.TempDir()})
+	ctx := context.Background()
+	for id := int64(1); id <= 3; id++ {
+		// Each batch straddles baseTime's midnight: two partitions.
+		mustCommit(t, l, table.Bronze, batchOf("bronze", id, bronzeRecord(0, (id-1)*200, 200)))
+	}
+	pol := table.CompactPolicy{TargetBytes: 64 << 20, FanIn: 8, ColdAfter: time.Hour}
+	pol.Now = baseTime.Add(30 * time.Minute) // neither day has ended an hour ago
+	if res, err := l.Compact(ctx, table.Bronze, pol); err != nil || res.FilesRemoved != 0 {
+		t.Fatalf("compact before the days are cold: got %+v %v, want nothing to do", res, err)
+	}
+	pol.Now = baseTime.Add(72 * time.Hour)
+	res, err := l.Compact(ctx, table.Bronze, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.Stats(ctx, table.Bronze)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batch 1 wrote the only file of the first day, every batch one of the
+	// second: the second day's three files become one.
+	if res.FilesRemoved != 3 || st.DataFiles != 2 || st.Records != 600 {
+		t.Fatalf("compact cold days: got %+v, table %+v, want the second day's 3 files merged into one, 600 rows", res, st)
+	}
+}
