@@ -25,7 +25,8 @@ type session struct {
 	PageList []string `json:"pages"`
 }
 
-// editor is one (wiki, user) with its open sessions, ordered by Start.
+// editor is one (wiki, user) with its open sessions, ordered by Start
+// (they do not overlap, so their Ends are ordered too).
 type editor struct {
 	Wiki     string     `json:"wiki"`
 	User     string     `json:"user"`
@@ -56,8 +57,13 @@ type edit struct {
 	Delta             int64
 }
 
-// add puts e into its editor's sessions, merging every open session that
-// lies within gap of it.
+// add puts e into its editor's sessions: a new session when no open one
+// lies within gap of it, that session extended in place when one does, and
+// when several do (e bridges them) all of them merged into the one with the
+// most pages, the others' pages copied into it. A page is only copied into
+// a set at least as large as its own, so the copying over a session's life
+// is O(n log n) in its pages; the editor's sessions are found by binary
+// search.
 func (s *state) add(e edit, gap time.Duration) {
 	k := editorKey(e.Wiki, e.User)
 	ed := s.Editors[k]
@@ -65,30 +71,64 @@ func (s *state) add(e edit, gap time.Duration) {
 		ed = &editor{Wiki: e.Wiki, User: e.User}
 		s.Editors[k] = ed
 	}
-	n := &session{Start: e.At, End: e.At, Edits: 1, Pages: map[string]struct{}{e.Title: {}}, Bot: e.Bot}
-	if e.Delta > 0 {
-		n.Added = e.Delta
-	} else {
-		n.Removed = -e.Delta
-	}
 	g := gap.Microseconds()
-	kept := ed.Sessions[:0:0]
-	for _, o := range ed.Sessions {
-		if o.Start-g <= e.At && e.At <= o.End+g {
-			n.Start, n.End = min(n.Start, o.Start), max(n.End, o.End)
-			n.Edits += o.Edits
-			n.Added += o.Added
-			n.Removed += o.Removed
-			n.Bot = n.Bot || o.Bot
-			for p := range o.Pages {
-				n.Pages[p] = struct{}{}
-			}
-			continue
-		}
-		kept = append(kept, o)
+	ss := ed.Sessions
+	// Open sessions are ordered by Start and do not overlap (any two are
+	// more than the gap apart), so their Ends are ordered too, and the
+	// sessions within gap of e are the run ss[lo:hi]: those before lo end
+	// more than gap before e, those from hi start more than gap after.
+	lo := sort.Search(len(ss), func(i int) bool { return ss[i].End+g >= e.At })
+	hi := lo
+	for hi < len(ss) && ss[hi].Start-g <= e.At {
+		hi++
 	}
-	i := sort.Search(len(kept), func(i int) bool { return kept[i].Start > n.Start })
-	ed.Sessions = slices.Insert(kept, i, n)
+	switch hi - lo {
+	case 0:
+		n := &session{Start: e.At, End: e.At, Pages: map[string]struct{}{}}
+		n.apply(e)
+		ed.Sessions = slices.Insert(ss, lo, n)
+	case 1:
+		ss[lo].apply(e)
+	default:
+		into := ss[lo]
+		for _, o := range ss[lo+1 : hi] {
+			if len(o.Pages) > len(into.Pages) {
+				into = o
+			}
+		}
+		for _, o := range ss[lo:hi] {
+			if o != into {
+				into.absorb(o)
+			}
+		}
+		into.apply(e)
+		ed.Sessions = slices.Replace(ss, lo, hi, into)
+	}
+}
+
+// apply adds one edit to ss.
+func (ss *session) apply(e edit) {
+	ss.Start, ss.End = min(ss.Start, e.At), max(ss.End, e.At)
+	ss.Edits++
+	if e.Delta > 0 {
+		ss.Added += e.Delta
+	} else {
+		ss.Removed -= e.Delta
+	}
+	ss.Bot = ss.Bot || e.Bot
+	ss.Pages[e.Title] = struct{}{}
+}
+
+// absorb merges o's edits into ss.
+func (ss *session) absorb(o *session) {
+	ss.Start, ss.End = min(ss.Start, o.Start), max(ss.End, o.End)
+	ss.Edits += o.Edits
+	ss.Added += o.Added
+	ss.Removed += o.Removed
+	ss.Bot = ss.Bot || o.Bot
+	for p := range o.Pages {
+		ss.Pages[p] = struct{}{}
+	}
 }
 
 // closed is an emitted session.
