@@ -20,9 +20,18 @@
 // counted as late). Batch N's watermark is fixed in its offset entry.
 //
 // What survives a crash: the open sessions after batch N are saved durably
-// as state/N (a full snapshot) before N's table commit, whose marker and
-// summary (watermark, state version, late count) make a re-run of N, which
-// starts from state N-1, commit the same sessions at most once.
+// as state/N before N's table commit, whose marker and summary (watermark,
+// state version, late count) make a re-run of N, which starts from state
+// N-1, commit the same sessions at most once. State N is a delta of what
+// batch N changed (the sessions it created, those it changed in place with
+// only the pages it added, and those it emitted or merged away), so a
+// batch's save costs what the batch changed, not the size of the state;
+// every MaxDeltaChain versions, and whenever the deltas since outgrow the
+// open sessions, it is a full snapshot instead. State N is rebuilt from the
+// last full snapshot at or before N and the deltas after it. Each file
+// carries a CRC32: a damaged file, or a delta whose predecessor is missing,
+// is ErrCorruptState and stops the query instead of silently dropping open
+// sessions. State files in the JSON format of earlier builds still load.
 //
 // Limitation: if the checkpoint directory is lost, the query continues from
 // the table's marker with no open sessions (logged at error level): edits

@@ -29,15 +29,17 @@ type Processor struct {
 	alloc memory.Allocator
 	now   func() time.Time
 
-	st *state
+	st  *state
+	buf []byte // SaveState's encoding buffer, reused
 
 	stats      stream.ProcessStats // of the last processed batch
 	statsBatch int64               // which batch stats belongs to
 }
 
 // NewProcessor returns a sessions processor. cp is the query's checkpoint,
-// from which PlanMeta reads state N-1 after a restart; it may be nil (the
-// state then comes only from LoadState).
+// from which PlanMeta and LoadState read earlier state versions after a
+// restart (a delta state needs its predecessors); it may be nil when every
+// state is saved full (MaxDeltaChain 1) and the runner provides the data.
 func NewProcessor(cfg Config, cp *stream.Checkpoint) *Processor {
 	return &Processor{cfg: cfg.withDefaults(), cp: cp, alloc: memory.DefaultAllocator, now: time.Now, statsBatch: -1}
 }
@@ -45,32 +47,28 @@ func NewProcessor(cfg Config, cp *stream.Checkpoint) *Processor {
 // Config returns the processor's configuration with defaults filled in.
 func (p *Processor) Config() Config { return p.cfg }
 
+func (p *Processor) load() loader {
+	if p.cp == nil {
+		return nil
+	}
+	return p.cp.LoadState
+}
+
+// ensure makes the in-memory state version v, rebuilding it from data and
+// the checkpoint if it is another version. A version the checkpoint does
+// not have (it was lost, and the query continues from the table's marker)
+// is replaced by an empty state, logged; a broken delta chain is an error.
 func (p *Processor) ensure(v int64, data []byte) error {
 	if p.st != nil && p.st.Version == v {
 		return nil
 	}
-	if v < 0 {
-		p.st = newState(v)
-		return nil
+	st, err := rebuild(v, data, p.load())
+	if errors.Is(err, stream.ErrNoEntry) {
+		p.cfg.Logger.Error("SESSIONS STATE LOST: starting with no open sessions", "version", v, "err", err)
+		st, err = newState(v), nil
 	}
-	if data == nil && p.cp != nil {
-		b, err := p.cp.LoadState(v)
-		if err != nil && !errors.Is(err, stream.ErrNoEntry) {
-			return fmt.Errorf("load session state %d: %w", v, err)
-		}
-		data = b
-	}
-	if data == nil {
-		p.cfg.Logger.Error("SESSIONS STATE LOST: starting with no open sessions", "version", v)
-		p.st = newState(v)
-		return nil
-	}
-	st, err := decodeState(data)
 	if err != nil {
 		return err
-	}
-	if st.Version != v {
-		return fmt.Errorf("load session state %d: %w: file holds version %d", v, ErrCorruptState, st.Version)
 	}
 	p.st = st
 	return nil
@@ -95,14 +93,31 @@ func (p *Processor) LoadState(version int64, data []byte) error {
 	return p.ensure(version, data)
 }
 
-// SaveState returns the open sessions after the last processed batch.
+// SaveState returns the open sessions after the last processed batch: a
+// delta of what that batch changed, or a full snapshot every MaxDeltaChain
+// versions (and whenever the deltas since the last snapshot outgrow the
+// live state, or the batch's changes are not known: the state was just
+// rebuilt). The returned bytes are only valid until the next SaveState
+// call (the buffer is reused); the runner writes them durably before the
+// next batch.
 func (p *Processor) SaveState() ([]byte, error) {
-	if p.st == nil {
+	s := p.st
+	if s == nil {
 		return nil, errors.New("save session state: nothing processed")
 	}
-	b, err := p.st.encode()
-	if err != nil {
-		return nil, err
+	kind := byte(kindFull)
+	var units int
+	if s.tracked && s.lastFull >= 0 && s.Version-s.lastFull < int64(p.cfg.MaxDeltaChain) {
+		if units = s.pendingUnits(); s.units+units <= s.liveUnits() {
+			kind = kindDelta
+		}
+	}
+	b := s.encode(kind, p.buf)
+	p.buf = b
+	if kind == kindFull {
+		s.lastFull, s.units = s.Version, 0
+	} else {
+		s.units += units
 	}
 	fault.Hit(hookStateEncoded)
 	return b, nil
@@ -147,10 +162,11 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
 	}
 	s := p.st
+	s.resetDelta()
 	done := false
 	defer func() {
 		if !done {
-			p.st = nil // partly applied: reload from the checkpoint next time
+			p.st = nil // partly applied: rebuild from the checkpoint next time
 		}
 	}()
 	wm := meta.WatermarkMicros()
@@ -182,7 +198,7 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
 	}
 	p.stats, p.statsBatch = c, b.ID
-	done = true
+	s.tracked, done = true, true
 	return []arrow.RecordBatch{rec}, nil
 }
 

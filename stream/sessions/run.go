@@ -11,6 +11,8 @@ import (
 // NewQuery builds the sessions query on lake: committed silver.edits
 // snapshots in, silver.editor_sessions out, progress rows to
 // ops.stream_progress. cfg.Name defaults to QueryName. The tables must exist.
+// scfg.MaxDeltaChain is clamped to half of cfg.RetainBatches, so that the
+// checkpoint purge never removes the full snapshot a kept delta needs.
 func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, *Processor, error) {
 	if cfg.Name == "" {
 		cfg.Name = QueryName
@@ -22,6 +24,8 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 	if scfg.Logger == nil {
 		scfg.Logger = cfg.Logger
 	}
+	scfg = scfg.withDefaults()
+	scfg.MaxDeltaChain = max(1, min(scfg.MaxDeltaChain, cfg.RetainBatches/2))
 	cp, err := stream.OpenCheckpoint(cfg.CheckpointDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("new sessions query: %w", err)
