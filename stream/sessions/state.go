@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -76,8 +77,10 @@ func (s *state) add(e edit, gap time.Duration) {
 	k := editorKey(e.Wiki, e.User)
 	ed := s.Editors[k]
 	if ed == nil {
-		ed = &editor{Wiki: e.Wiki, User: e.User}
-		s.Editors[k] = ed
+		// Copies: e's strings point into the batch's Arrow buffers, which
+		// the state would otherwise keep alive for as long as it holds them.
+		ed = &editor{Wiki: strings.Clone(e.Wiki), User: strings.Clone(e.User)}
+		s.Editors[k] = ed // k is a new string
 	}
 	s.markDirty(ed)
 	g := gap.Microseconds()
@@ -145,6 +148,7 @@ func (ss *session) addPage(p string) {
 	if _, ok := ss.Pages[p]; ok {
 		return
 	}
+	p = strings.Clone(p) // not a view of the batch's Arrow buffer (see add)
 	ss.Pages[p] = struct{}{}
 	if ss.touched {
 		ss.added = append(ss.added, p)
