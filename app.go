@@ -44,6 +44,11 @@ type pipelineFlags struct {
 	logFormat      string
 	noIngest       bool
 	retention      time.Duration
+	maxSnapshots   int
+	keepSnapshots  int
+	// maintainEvery and compactEvery override the marts' maintenance
+	// intervals (tests; zero: the defaults).
+	maintainEvery, compactEvery time.Duration
 	// holdHistory names tables whose snapshots maintenance never expires
 	// (the bench reads every snapshot of a phase after it ends).
 	holdHistory []string
@@ -67,6 +72,8 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&f.noIngest, "no-ingest", false, "run the streams and marts only (no SSE client)")
 	fs.DurationVar(&f.retention, "retention", 7*24*time.Hour, "broker retention: trim recentchange records older than this, never past what bronze has committed (0: keep everything)")
+	fs.IntVar(&f.maxSnapshots, "max-snapshots", marts.DefaultMaxSnapshots, "a table holding more snapshots than this is expired down to --keep-snapshots (never past what a downstream query has not read)")
+	fs.IntVar(&f.keepSnapshots, "keep-snapshots", marts.DefaultKeepSnapshots, "snapshots each table keeps after expiry")
 }
 
 func (f *pipelineFlags) logger(stderr io.Writer) (*slog.Logger, error) {

@@ -46,9 +46,13 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 		refresh = -1 // marts and checks off; compaction and expiry still run
 	}
 	p.marts = marts.New(p.lake, p.db, marts.Config{
-		RefreshEvery: refresh,
-		Protect:      p.protect,
-		Logger:       p.log,
+		RefreshEvery:  refresh,
+		MaintainEvery: p.flags.maintainEvery,
+		CompactEvery:  p.flags.compactEvery,
+		MaxSnapshots:  p.flags.maxSnapshots,
+		KeepSnapshots: p.flags.keepSnapshots,
+		Protect:       p.protect,
+		Logger:        p.log,
 	})
 	start("marts", p.marts.Run)
 	return nil

@@ -19,6 +19,12 @@ const (
 	// is due is read from the tables, never from timers, so a restart finds
 	// it due too.
 	DefaultMaintainEvery = 10 * time.Second
+	// DefaultCompactEvery is how often the maintenance loop looks for data
+	// files to compact. Each look that finds a tier due rewrites it, so the
+	// interval sets how many small files gather first (one per commit): a
+	// minute's worth at the default trigger merges in one rewrite instead of
+	// one every FanIn commits.
+	DefaultCompactEvery = time.Minute
 	// DefaultRetryEvery is how soon Run retries a refresh whose last run
 	// failed (never later than its own interval).
 	DefaultRetryEvery = 30 * time.Second
@@ -26,7 +32,7 @@ const (
 	// expired down to DefaultKeepSnapshots. Streams commit a snapshot per
 	// batch (one a second by default), and iceberg-go's per-commit cost
 	// grows with the snapshots a table keeps, so the bound is by count.
-	DefaultMaxSnapshots = 40
+	DefaultMaxSnapshots = 50
 	// DefaultKeepSnapshots is how many of a table's newest snapshots expiry
 	// keeps.
 	DefaultKeepSnapshots = 20
@@ -58,6 +64,7 @@ const (
 type Config struct {
 	RefreshEvery  time.Duration
 	MaintainEvery time.Duration
+	CompactEvery  time.Duration
 	RetryEvery    time.Duration
 	OrphanEvery   time.Duration
 
@@ -110,7 +117,7 @@ type Marts struct {
 	// check read the files they planned; compaction replaces files).
 	// Expiry never removes a file a live snapshot references, and nothing
 	// but compaction unreferences a streamed table's files, so expiry and
-	// orphan cleanup run under expireMu beside a refresh.
+	// orphan cleanup run under expireMu beside a refresh or a compaction.
 	mu       sync.Mutex
 	expireMu sync.Mutex
 	opsMu    sync.Mutex // serialises the ops-table appends (batch ids per table)
@@ -133,6 +140,9 @@ func newMarts(lake lakeAPI, log broker.Log, cfg Config) *Marts {
 	}
 	if cfg.MaintainEvery == 0 {
 		cfg.MaintainEvery = DefaultMaintainEvery
+	}
+	if cfg.CompactEvery == 0 {
+		cfg.CompactEvery = DefaultCompactEvery
 	}
 	if cfg.RetryEvery <= 0 {
 		cfg.RetryEvery = DefaultRetryEvery

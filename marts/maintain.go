@@ -38,18 +38,23 @@ type filesCheck struct {
 }
 
 // maintain is one pass of the maintenance loop: snapshot expiry of every
-// table over MaxSnapshots, compaction of every table whose files changed
-// (unless a refresh holds the files; the next pass retries), and orphan
-// cleanup where it is due. Each job that did something, or failed, is
-// recorded in ops.runs; a pass with nothing due records nothing.
+// table over MaxSnapshots, then orphan cleanup where it is due. Each job
+// that did something, or failed, is recorded in ops.runs; a pass with
+// nothing due records nothing.
 func (m *Marts) maintain(ctx context.Context) error {
-	_, errExpire := m.runJob(ctx, JobExpire, lockOf(&m.expireMu), m.expire)
-	_, errCompact := m.runJob(ctx, JobCompact, tryLockOf(&m.mu), m.compact)
+	_, errExpire := m.runJob(ctx, JobExpire, &m.expireMu, m.expire)
 	var errOrphans error
 	if m.cfg.OrphanEvery > 0 {
-		_, errOrphans = m.runJob(ctx, JobOrphans, lockOf(&m.expireMu), m.deleteOrphans)
+		_, errOrphans = m.runJob(ctx, JobOrphans, &m.expireMu, m.deleteOrphans)
 	}
-	return errors.Join(errExpire, errCompact, errOrphans)
+	return errors.Join(errExpire, errOrphans)
+}
+
+// compactDue is one pass of the compaction loop: compaction of every table
+// whose files changed, after any refresh reading the files has finished.
+func (m *Marts) compactDue(ctx context.Context) error {
+	_, err := m.runJob(ctx, JobCompact, &m.mu, m.compact)
+	return err
 }
 
 // compact compacts each table of compactTables whose data files changed

@@ -69,7 +69,7 @@ func (r Report) String() string {
 // Report) when a check fails, and other errors when a step could not run.
 func (m *Marts) Refresh(ctx context.Context) (Report, error) {
 	var rep Report
-	run, err := m.runJob(ctx, JobRefresh, lockOf(&m.mu), func(ctx context.Context, runID string) (string, error) {
+	run, err := m.runJob(ctx, JobRefresh, &m.mu, func(ctx context.Context, runID string) (string, error) {
 		var err error
 		rep, err = m.refresh(ctx, runID)
 		return rep.String(), err
@@ -168,7 +168,7 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart) (int64, 
 // ops.asset_checks and returns them. Unlike Refresh it does not rebuild gold.
 func (m *Marts) Check(ctx context.Context) ([]Check, error) {
 	var checks []Check
-	_, err := m.runJob(ctx, JobCheck, lockOf(&m.mu), func(ctx context.Context, runID string) (string, error) {
+	_, err := m.runJob(ctx, JobCheck, &m.mu, func(ctx context.Context, runID string) (string, error) {
 		d, err := openDuck(ctx)
 		if err != nil {
 			return "", err

@@ -46,11 +46,11 @@ func (m *Marts) RunJob(ctx context.Context, job string) (Run, error) {
 		_, err := m.Check(ctx)
 		return m.LastRun(job), err
 	case JobCompact:
-		return m.runJob(ctx, job, lockOf(&m.mu), m.compact)
+		return m.runJob(ctx, job, &m.mu, m.compact)
 	case JobExpire:
-		return m.runJob(ctx, job, lockOf(&m.expireMu), m.expire)
+		return m.runJob(ctx, job, &m.expireMu, m.expire)
 	case JobOrphans:
-		return m.runJob(ctx, job, lockOf(&m.expireMu), m.deleteOrphans)
+		return m.runJob(ctx, job, &m.expireMu, m.deleteOrphans)
 	}
 	return Run{}, fmt.Errorf("run job %q: unknown job", job)
 }
@@ -63,33 +63,13 @@ func (m *Marts) LastRun(job string) Run {
 	return m.last[job]
 }
 
-// locker takes a job's lock: false means the job is skipped this time.
-type locker struct {
-	mu  *sync.Mutex
-	try bool
-}
-
-func lockOf(mu *sync.Mutex) locker    { return locker{mu: mu} }
-func tryLockOf(mu *sync.Mutex) locker { return locker{mu: mu, try: true} }
-
-func (l locker) lock() bool {
-	if l.try {
-		return l.mu.TryLock()
-	}
-	l.mu.Lock()
-	return true
-}
-
-// runJob runs fn as one timed run of job under lock (skipped, with a zero
-// Run, when lock is a try-lock that is held). A run is recorded in ops.runs
+// runJob runs fn as one timed run of job holding mu. A run is recorded in ops.runs
 // when fn failed, returned a detail (it did something), or job is a refresh
 // or check (every one is recorded). A failure to record is logged and joined
 // to the returned error.
-func (m *Marts) runJob(ctx context.Context, job string, lk locker, fn func(ctx context.Context, runID string) (string, error)) (Run, error) {
-	if !lk.lock() {
-		return Run{}, nil
-	}
-	defer lk.mu.Unlock()
+func (m *Marts) runJob(ctx context.Context, job string, mu *sync.Mutex, fn func(ctx context.Context, runID string) (string, error)) (Run, error) {
+	mu.Lock()
+	defer mu.Unlock()
 	start := time.Now().UTC()
 	r := Run{ID: job + "-" + start.Format("20060102T150405.000000Z"), Job: job, Started: start}
 	detail, err := fn(ctx, r.ID)
@@ -128,11 +108,13 @@ func (m *Marts) runJob(ctx context.Context, job string, lk locker, fn func(ctx c
 	return r, err
 }
 
-// Run runs the two loops of the scheduler until ctx is done: the refresh
+// Run runs the three loops of the scheduler until ctx is done: the refresh
 // loop rebuilds the marts (and runs the checks) at once and then every
 // RefreshEvery, retrying a failed refresh after RetryEvery; the maintenance
-// loop looks at every table at once and then every MaintainEvery and does
-// what is due there (see maintain). What is due is read from the tables, so
+// loop looks at every table at once and then every MaintainEvery and
+// expires snapshots and deletes orphan files where due (see maintain); the
+// compaction loop does the same for compaction every CompactEvery (see
+// compact), waiting for a refresh that reads the files. What is due is read from the tables, so
 // a restart never resets a schedule. A negative interval disables that
 // loop. Run never touches the streams: it only reads committed snapshots
 // and commits its own snapshots, so a slow or failing run delays nothing
@@ -154,6 +136,13 @@ func (m *Marts) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			m.loop(ctx, m.cfg.MaintainEvery, m.maintain)
+		}()
+	}
+	if m.cfg.CompactEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.loop(ctx, m.cfg.CompactEvery, m.compactDue)
 		}()
 	}
 	wg.Wait()

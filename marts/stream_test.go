@@ -39,7 +39,7 @@ func TestSchedulerWhileStreaming(t *testing.T) {
 	var runs []Run
 	m := New(lake, fakeLog{}, Config{
 		Logger:       quietLogger(),
-		RefreshEvery: 300 * time.Millisecond, MaintainEvery: 200 * time.Millisecond,
+		RefreshEvery: 300 * time.Millisecond, MaintainEvery: 200 * time.Millisecond, CompactEvery: 200 * time.Millisecond,
 		RetryEvery: 50 * time.Millisecond, KeepSnapshots: 2, MaxSnapshots: 3,
 		Compact: table.CompactPolicy{TargetBytes: 128 << 20, FanIn: 2},
 		Protect: func(ctx context.Context, ident string) (int64, error) {

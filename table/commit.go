@@ -119,9 +119,12 @@ func (l *Lake) LastCommitted(ctx context.Context, ident, query string) (Marker, 
 //   - a batch without rows commits the marker property alone (pinned the
 //     same way): no snapshot, so a query whose batches are mostly empty (a
 //     sessions query between closes) does not grow the table's history;
-//   - after a lost race it reloads and re-checks the marker: if a zombie or
-//     replay committed this batch meanwhile, it deletes its own data files and
-//     returns Committed=false; otherwise it retries with the same files.
+//   - the commit holds the table's commit lock of this Lake (stream batches
+//     and maintenance never race each other in one process) and reloads the
+//     table under it; after a lost race (another process) it reloads and
+//     re-checks the marker: if a zombie or replay committed this batch
+//     meanwhile, it deletes its own data files and returns Committed=false;
+//     otherwise it retries with the same files.
 //
 // Errors: ErrSchemaMismatch (nothing written), ErrNoSuchTable, ErrInvalidBatch,
 // ErrCommitFailed after Config.CommitRetries lost races (nothing committed).
@@ -153,7 +156,27 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 	fault.Hit(hookAfterDataFiles)
 
 	summary := summaryProps(b)
+	unlock := l.lockTable(ident)
+	defer unlock()
 	for attempt := 0; ; attempt++ {
+		if attempt > 1 { // the first retry goes at once: the winner is done
+			if err := sleepCtx(ctx, backoff(attempt-2)); err != nil {
+				removeDataFiles(ctx, tbl, files)
+				return Result{}, fmt.Errorf("commit batch %s/%d to %s: %w", b.Query, b.ID, ident, err)
+			}
+		}
+		// Reload under the lock: maintenance may have committed while the
+		// files were written, and a zombie or replay may have committed
+		// this batch (then the files are no one's).
+		if tbl, err = l.load(ctx, ident); err != nil {
+			return Result{}, fmt.Errorf("commit batch: reload: %w", err)
+		}
+		if m, ok, err := readMarker(tbl, b.Query); err != nil {
+			return Result{}, fmt.Errorf("commit batch to %s: %w", ident, err)
+		} else if ok && m.Batch >= b.ID {
+			removeDataFiles(ctx, tbl, files)
+			return Result{Committed: false, SnapshotID: batchSnapshot(tbl, b.Query, b.ID)}, nil
+		}
 		snapID, err := commitFiles(ctx, tbl, b, files, summary)
 		if err == nil {
 			l.notifyCommit(ident)
@@ -166,21 +189,6 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 		if attempt >= l.cfg.CommitRetries {
 			removeDataFiles(ctx, tbl, files)
 			return Result{}, fmt.Errorf("commit batch %s/%d to %s: %d lost races: %w", b.Query, b.ID, ident, attempt+1, err)
-		}
-		if attempt > 0 { // the first retry goes at once: the winner is done
-			if err := sleepCtx(ctx, backoff(attempt-1)); err != nil {
-				removeDataFiles(ctx, tbl, files)
-				return Result{}, fmt.Errorf("commit batch %s/%d to %s: %w", b.Query, b.ID, ident, err)
-			}
-		}
-		if tbl, err = l.load(ctx, ident); err != nil {
-			return Result{}, fmt.Errorf("commit batch: reload after conflict: %w", err)
-		}
-		if m, ok, err := readMarker(tbl, b.Query); err != nil {
-			return Result{}, fmt.Errorf("commit batch to %s: %w", ident, err)
-		} else if ok && m.Batch >= b.ID {
-			removeDataFiles(ctx, tbl, files)
-			return Result{Committed: false, SnapshotID: batchSnapshot(tbl, b.Query, b.ID)}, nil
 		}
 	}
 }

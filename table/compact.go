@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,7 +80,11 @@ type CompactResult struct {
 
 // Compact merges the data files of ident that pol says are due, per
 // partition, as one "replace" snapshot (which AppendsAfter skips). It
-// returns a zero result when nothing is due.
+// returns a zero result when nothing is due. The merged files are written
+// once; a commit that loses the race with a stream's append is staged again
+// on the new head with the same files (appends never touch the files being
+// replaced), so a busy table cannot starve its compaction by making it
+// redo the rewrite at every attempt.
 func (l *Lake) Compact(ctx context.Context, ident string, pol CompactPolicy) (CompactResult, error) {
 	if err := pol.validate(); err != nil {
 		return CompactResult{}, fmt.Errorf("compact %s: %w", ident, err)
@@ -87,24 +92,70 @@ func (l *Lake) Compact(ctx context.Context, ident string, pol CompactPolicy) (Co
 	if pol.Now.IsZero() {
 		pol.Now = time.Now()
 	}
-	return retryCommit(ctx, l, "compact "+ident, func() (CompactResult, error) {
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return CompactResult{}, fmt.Errorf("compact %s: %w", ident, err)
+	}
+	if tbl.CurrentSnapshot() == nil {
+		return CompactResult{}, nil
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return CompactResult{}, fmt.Errorf("compact %s: plan files: %w", ident, err)
+	}
+	groups, err := planCompaction(tasks, pol, dayField(tbl))
+	if err != nil || len(groups) == 0 {
+		return CompactResult{}, err
+	}
+	results, err := writeGroups(ctx, tbl, groups, pol.TargetBytes)
+	if err != nil {
+		return CompactResult{}, fmt.Errorf("compact %s: %w", ident, err)
+	}
+	out, err := retryCommit(ctx, l, ident, "compact "+ident, func() (CompactResult, error) {
 		tbl, err := l.load(ctx, ident)
 		if err != nil {
 			return CompactResult{}, err
 		}
-		if tbl.CurrentSnapshot() == nil {
-			return CompactResult{}, nil
-		}
-		tasks, err := tbl.Scan().PlanFiles(ctx)
-		if err != nil {
-			return CompactResult{}, fmt.Errorf("plan files: %w", err)
-		}
-		groups, err := planCompaction(tasks, pol, dayField(tbl))
-		if err != nil || len(groups) == 0 {
-			return CompactResult{}, err
-		}
-		return rewrite(ctx, tbl, groups, pol.TargetBytes)
+		return commitRewrite(ctx, tbl, results)
 	})
+	if err != nil && (errors.Is(err, ErrCommitFailed) || errors.Is(err, ErrLostWrite) || ctx.Err() != nil) {
+		// Definitely not committed: the merged files are no one's.
+		for _, gr := range results {
+			removeDataFiles(ctx, tbl, gr.NewDataFiles)
+		}
+	}
+	return out, err
+}
+
+// writeGroups writes the merged files of each group and checks that each
+// holds exactly the rows of the files it replaces.
+func writeGroups(ctx context.Context, tbl *icetable.Table, groups []icetable.CompactionTaskGroup, target int64) ([]icetable.CompactionGroupResult, error) {
+	var out []icetable.CompactionGroupResult
+	fail := func(err error) ([]icetable.CompactionGroupResult, error) {
+		for _, gr := range out {
+			removeDataFiles(ctx, tbl, gr.NewDataFiles)
+		}
+		return nil, err
+	}
+	for _, g := range groups {
+		gr, err := icetable.ExecuteCompactionGroup(ctx, tbl, g, icetable.WithCompactionTargetFileSize(target))
+		if err != nil {
+			return fail(fmt.Errorf("rewrite group %s: %w", g.PartitionKey, err))
+		}
+		out = append(out, gr)
+		if in, got := rowsOf(gr.OldDataFiles), rowsOf(gr.NewDataFiles); in != got {
+			return fail(fmt.Errorf("%w: rewrite of %s wrote %d of %d rows", ErrLostWrite, g.PartitionKey, got, in))
+		}
+	}
+	return out, nil
+}
+
+func rowsOf(files []iceberg.DataFile) int64 {
+	var n int64
+	for _, f := range files {
+		n += f.Count()
+	}
+	return n
 }
 
 // planCompaction picks the groups pol says are due among tasks. dayField is
@@ -184,16 +235,27 @@ func partitionEnded(f iceberg.DataFile, dayField int, cutoff time.Time) bool {
 	return time.Unix((day+1)*86400, 0).Before(cutoff)
 }
 
-// rewrite commits groups as one replace snapshot of tbl, refusing one that
-// would change the table's row count.
-func rewrite(ctx context.Context, tbl *icetable.Table, groups []icetable.CompactionTaskGroup, target int64) (CompactResult, error) {
+// commitRewrite stages the written groups as one replace snapshot on tbl
+// and commits it, refusing one that would change the table's row count.
+func commitRewrite(ctx context.Context, tbl *icetable.Table, results []icetable.CompactionGroupResult) (CompactResult, error) {
 	txn := tbl.NewTransaction()
-	res, err := txn.RewriteDataFiles(ctx, groups, icetable.RewriteDataFilesOptions{
-		SnapshotProps: iceberg.Properties{PropPrefix + "maintenance": "compact"},
-		GroupOptions:  []icetable.CompactionGroupOption{icetable.WithCompactionTargetFileSize(target)},
-	})
-	if err != nil {
-		return CompactResult{}, err
+	rw := txn.NewRewrite(iceberg.Properties{PropPrefix + "maintenance": "compact"})
+	var out CompactResult
+	for _, gr := range results {
+		rw.ApplyResult(gr)
+		out.Groups++
+		out.FilesRemoved += len(gr.OldDataFiles)
+		out.FilesAdded += len(gr.NewDataFiles)
+		out.RowsMoved += rowsOf(gr.OldDataFiles)
+		for _, f := range gr.OldDataFiles {
+			out.BytesBefore += f.FileSizeBytes()
+		}
+		for _, f := range gr.NewDataFiles {
+			out.BytesAfter += f.FileSizeBytes()
+		}
+	}
+	if err := rw.Commit(ctx); err != nil {
+		return CompactResult{}, fmt.Errorf("stage rewrite: %w", err)
 	}
 	staged, err := txn.StagedTable()
 	if err != nil {
@@ -206,17 +268,8 @@ func rewrite(ctx context.Context, tbl *icetable.Table, groups []icetable.Compact
 	if err != nil {
 		return CompactResult{}, err
 	}
-	out := CompactResult{
-		Groups: res.RewrittenGroups, FilesRemoved: res.RemovedDataFiles, FilesAdded: res.AddedDataFiles,
-		BytesBefore: res.BytesBefore, BytesAfter: res.BytesAfter,
-	}
 	if s := committed.CurrentSnapshot(); s != nil {
 		out.SnapshotID = s.SnapshotID
-	}
-	for _, g := range groups {
-		for _, t := range g.Tasks {
-			out.RowsMoved += t.File.Count()
-		}
 	}
 	return out, nil
 }

@@ -20,20 +20,25 @@
 //
 // # Exactly-once commit
 //
-// CommitBatch(ident, Batch{Query, ID, Offsets, Records, Props}) reloads the
-// table without cache, skips the batch if the query's marker says a batch id
-// >= ID is committed, writes the data files, then commits one append snapshot
-// pinned with AssertRefSnapshotID("main"). The snapshot summary carries
+// CommitBatch(ident, Batch{Query, RunID, ID, Offsets, Records, Props})
+// reads the catalog's current pointer (never a cached one), skips the batch
+// if the query's marker says a batch id >= ID is committed, writes the data
+// files, then commits one append snapshot pinned with
+// AssertRefSnapshotID("main"). The snapshot summary carries
 // lakehouse.query-id, lakehouse.batch-id, lakehouse.offsets and the batch's
 // Props (every key prefixed "lakehouse." so a reserved Iceberg key can never
 // be overwritten); the same transaction sets the table property
-// lakehouse.marker.<query> = {"batch", "offsets"}. The
-// property, unlike the summary, survives snapshot expiry and compaction.
+// lakehouse.marker.<query> = {"batch", "offsets", "run_id", "props"}. The
+// property, unlike the summary, survives snapshot expiry and compaction. A
+// batch without rows commits the marker alone, with no snapshot, so a query
+// that mostly emits nothing does not grow the table's history.
 // iceberg-go's own retry would replay a commit blindly (two snapshots with
 // one batch id), so it is off (commit.retry.num-retries=0): after a lost race
 // CommitBatch reloads, re-checks the marker, and either stops (a zombie or
 // replay got there first; its own files are deleted) or retries with the same
-// files.
+// files. Within one Lake, commits to a table (stream batches, compaction,
+// expiry) take turns on a per-table lock, so they never race each other and
+// a maintenance commit is not starved by a busy stream.
 //
 // # Tables
 //
@@ -79,6 +84,18 @@
 // drains 7 to 17 % faster than at the default level 3 for files 2 % larger),
 // and disables
 // iceberg-go's blind commit retry. Snapshot expiry is not automatic: commit
-// latency grows with the number of retained snapshots, so callers expire on a
-// schedule, protecting every snapshot a downstream query has not consumed.
+// cost grows with the number of retained snapshots (iceberg-go clones every
+// snapshot and its summary on each transaction), so callers expire by count
+// (Stats tells when), protecting every snapshot a downstream query has not
+// consumed. Compact merges small files by a size-tiered CompactPolicy, so the
+// rows rewritten stay proportional to the data, not to the commits.
+//
+// # Working around iceberg-go
+//
+// A metadata value built by iceberg-go's MetadataBuilder (what a commit
+// returns) keeps the versions it was built from reachable: a process that
+// held each commit's result held every version of the table, and its live
+// heap grew with the square of the snapshot count (255 MiB after 400
+// commits of one table). The catalog therefore caches, and hands back, the
+// metadata parsed from the file it just wrote (TestCommitHeapFlat: 6 MiB).
 package table

@@ -98,6 +98,20 @@ type Lake struct {
 
 	notifyMu sync.Mutex
 	notify   map[string]chan struct{} // ident -> closed at the next commit
+
+	locks sync.Map // ident -> *sync.Mutex: one committer per table at a time in this Lake
+}
+
+// lockTable serialises the commits this Lake makes to ident (a stream's
+// batch, compaction, expiry, an overwrite), so that they never lose the
+// catalog's compare-and-swap to each other and a long maintenance commit
+// is not starved by a busy stream. Commits by other Lakes or processes are
+// still ordered by the compare-and-swap alone. It returns the unlock.
+func (l *Lake) lockTable(ident string) func() {
+	mu, _ := l.locks.LoadOrStore(ident, new(sync.Mutex))
+	m := mu.(*sync.Mutex)
+	m.Lock()
+	return m.Unlock
 }
 
 // Committed returns a channel that is closed when a CommitBatch to ident

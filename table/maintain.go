@@ -28,7 +28,7 @@ func (l *Lake) ExpireSnapshots(ctx context.Context, ident string, keepLast int, 
 	if olderThan < 0 {
 		return 0, fmt.Errorf("expire snapshots of %s: negative age %s", ident, olderThan)
 	}
-	return retryCommit(ctx, l, "expire snapshots of "+ident, func() (int, error) {
+	return retryCommit(ctx, l, ident, "expire snapshots of "+ident, func() (int, error) {
 		tbl, err := l.load(ctx, ident)
 		if err != nil {
 			return 0, err
@@ -64,7 +64,7 @@ func (l *Lake) ExpireSnapshots(ctx context.Context, ident string, keepLast int, 
 // RewriteManifests merges the current snapshot's small manifests into
 // target-sized ones (metadata only; no data files are touched).
 func (l *Lake) RewriteManifests(ctx context.Context, ident string) error {
-	_, err := retryCommit(ctx, l, "rewrite manifests of "+ident, func() (struct{}, error) {
+	_, err := retryCommit(ctx, l, ident, "rewrite manifests of "+ident, func() (struct{}, error) {
 		tbl, err := l.load(ctx, ident)
 		if err != nil {
 			return struct{}{}, err
@@ -106,10 +106,13 @@ func (l *Lake) DeleteOrphanFiles(ctx context.Context, ident string, olderThan ti
 	return len(res.DeletedFiles), nil
 }
 
-// retryCommit runs op, re-running it from scratch after a lost race.
-func retryCommit[T any](ctx context.Context, l *Lake, what string, op func() (T, error)) (T, error) {
+// retryCommit runs op holding ident's commit lock (see lockTable),
+// re-running it from scratch after a lost race (with another process).
+func retryCommit[T any](ctx context.Context, l *Lake, ident, what string, op func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
+		unlock := l.lockTable(ident)
 		v, err := op()
+		unlock()
 		if err == nil {
 			return v, nil
 		}
@@ -147,7 +150,7 @@ func (l *Lake) Maintained(ctx context.Context, ident, job string) (time.Time, bo
 // MarkMaintained records in ident's properties that job ran at at (a
 // metadata-only commit, retried after a lost race).
 func (l *Lake) MarkMaintained(ctx context.Context, ident, job string, at time.Time) error {
-	_, err := retryCommit(ctx, l, "mark "+job+" of "+ident, func() (struct{}, error) {
+	_, err := retryCommit(ctx, l, ident, "mark "+job+" of "+ident, func() (struct{}, error) {
 		tbl, err := l.load(ctx, ident)
 		if err != nil {
 			return struct{}{}, err

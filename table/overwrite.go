@@ -47,7 +47,12 @@ func (l *Lake) Overwrite(ctx context.Context, ident string, schema *arrow.Schema
 		return fmt.Errorf("overwrite %s: write data files: %w", ident, err)
 	}
 	props := iceberg.Properties{PropPrefix + "operation": "overwrite"}
+	unlock := l.lockTable(ident)
+	defer unlock()
 	for attempt := 0; ; attempt++ {
+		if tbl, err = l.cat.LoadTable(ctx, id); err != nil {
+			return fmt.Errorf("overwrite %s: reload: %w", ident, err)
+		}
 		err := replaceAll(ctx, tbl, added, props)
 		if err == nil {
 			return nil
@@ -61,9 +66,6 @@ func (l *Lake) Overwrite(ctx context.Context, ident string, schema *arrow.Schema
 		if err := sleepCtx(ctx, backoff(attempt)); err != nil {
 			removeDataFiles(ctx, tbl, added)
 			return fmt.Errorf("overwrite %s: %w", ident, err)
-		}
-		if tbl, err = l.cat.LoadTable(ctx, id); err != nil {
-			return fmt.Errorf("overwrite %s: reload: %w", ident, err)
 		}
 	}
 }

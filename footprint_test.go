@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"runtime"
+	"testing"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/ingest"
+	"lakehouse/marts"
+	"lakehouse/stream"
+	"lakehouse/stream/silver"
+	"lakehouse/table"
+)
+
+// TestFootprintFlatOverThousandsOfBatches drives a few thousand small
+// batches through the real engine (bronze, silver, sessions and the marts'
+// maintenance loop, wired as `run` wires them) and checks, by counts, that
+// nothing grows with the number of commits: every table's snapshots stay
+// under the bound, its live data files stay bounded, and the live heap
+// after a GC late in the run is not materially above the level early in
+// the run. Before snapshot expiry by count each table carried one snapshot
+// per batch (thousands here) and the heap grew with them.
+func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
+	appends, perAppend := 2000, 30
+	if testing.Short() {
+		appends = 600
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	f := pipelineFlags{common: common{data: dir}, partitions: ingest.DefaultPartitions,
+		trigger: 5 * time.Millisecond, maxOffsets: stream.DefaultMaxOffsetsPerTrigger, checkpointLoss: "rebuild",
+		// Event times advance 1 s per 35 events: a short watermark and
+		// session gap reach their steady state within the run.
+		watermark: time.Minute, sessionGap: 2 * time.Minute,
+		refresh: -1, noIngest: true, maintainEvery: 100 * time.Millisecond, compactEvery: 500 * time.Millisecond,
+		maxSnapshots: marts.DefaultMaxSnapshots, keepSnapshots: marts.DefaultKeepSnapshots}
+	p, err := openPipeline(ctx, f, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	errc := make(chan error, 1)
+	go func() { errc <- p.run(ctx, io.Discard) }()
+
+	rec := ingest.Generate(20261201, appends*perAppend)
+	tables := []string{table.Bronze, table.SilverEdits, table.EditorSessions, table.StreamProgress, marts.OpsRuns}
+	// The bound holds "at all times" up to what commits between two
+	// maintenance passes (a pass every 100 ms, a few commits per table
+	// meanwhile); the data files up to fewer than FanIn per tier per
+	// partition plus what a table commits between two compaction passes.
+	snapLimit := marts.DefaultMaxSnapshots + 15
+	const fileLimit = 80
+	maxSnaps, maxFiles := map[string]int{}, map[string]int64{}
+	var early, late uint64
+	for i := range appends {
+		recs := make([]broker.Record, perAppend)
+		for j := range recs {
+			recs[j] = broker.Record{Topic: ingest.DefaultTopic, Partition: (i*perAppend + j) % ingest.DefaultPartitions,
+				Value: rec.Events[i*perAppend+j], Timestamp: time.Now()}
+		}
+		if _, err := p.db.Append(ctx, broker.Batch{Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(8 * time.Millisecond) // about one bronze batch per append
+		if i%50 == 49 {
+			for _, id := range tables {
+				st, err := p.lake.Stats(ctx, id)
+				if err != nil {
+					continue // ops tables appear with the first recorded run
+				}
+				maxSnaps[id] = max(maxSnaps[id], st.Snapshots)
+				maxFiles[id] = max(maxFiles[id], st.DataFiles)
+			}
+		}
+		if i == appends/4 {
+			early = liveHeap()
+		}
+		select {
+		case err := <-errc:
+			t.Fatalf("appliance stopped: %v", err)
+		default:
+		}
+	}
+	waitSilverCaughtUp(t, ctx, p)
+	late = liveHeap()
+	runtime.KeepAlive(rec)
+
+	bronzeBatches := batchesRun(p, stream.BronzeQuery)
+	silverBatches := batchesRun(p, silver.QueryName)
+	t.Logf("%d appends: bronze ran %d batches, silver %d; live heap after GC %.1f MiB at a quarter, %.1f MiB at the end",
+		appends, bronzeBatches, silverBatches, float64(early)/(1<<20), float64(late)/(1<<20))
+	if bronzeBatches < int64(appends)/4 {
+		t.Errorf("inconclusive: bronze ran %d batches for %d appends, want thousands of small ones", bronzeBatches, appends)
+	}
+	for _, id := range tables {
+		t.Logf("%s: at most %d snapshots, %d live data files", id, maxSnaps[id], maxFiles[id])
+		if maxSnaps[id] > snapLimit {
+			t.Errorf("%s held %d snapshots, want at most %d", id, maxSnaps[id], snapLimit)
+		}
+		if maxFiles[id] > fileLimit {
+			t.Errorf("%s held %d live data files, want at most %d", id, maxFiles[id], fileLimit)
+		}
+	}
+	if maxSnaps[table.Bronze] == 0 || maxSnaps[table.SilverEdits] == 0 {
+		t.Errorf("inconclusive: bronze or silver never sampled (%v)", maxSnaps)
+	}
+	if late > early+16<<20 {
+		t.Errorf("live heap grew from %.1f MiB to %.1f MiB over the run, want at most 16 MiB more",
+			float64(early)/(1<<20), float64(late)/(1<<20))
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("appliance: %v", err)
+	}
+}
+
+// liveHeap returns the heap still in use after a full collection: the
+// least of five readings over two seconds, so that what a batch or a
+// compaction in flight holds at that moment does not count as growth.
+func liveHeap() uint64 {
+	least := uint64(math.MaxUint64)
+	for i := range 5 {
+		if i > 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		least = min(least, ms.HeapAlloc)
+	}
+	return least
+}
+
+func batchesRun(p *pipeline, query string) int64 {
+	p.mu.Lock()
+	q := p.queries[query]
+	p.mu.Unlock()
+	if q == nil {
+		return 0
+	}
+	_, n := q.Last()
+	return n
+}
+
+// waitSilverCaughtUp waits until bronze and silver have nothing left to read.
+func waitSilverCaughtUp(t *testing.T, ctx context.Context, p *pipeline) {
+	t.Helper()
+	want := int64(0)
+	if offs, err := p.db.Offsets(ctx, ingest.DefaultTopic); err == nil {
+		for _, o := range offs {
+			want += o.End
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if p.status(ctx, stream.BronzeQuery, silver.QueryName).Drained(ingest.DefaultTopic, want) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("bronze and silver did not catch up: %v", p.status(ctx).Lags())
+}
