@@ -12,6 +12,7 @@ import (
 	"net/http"
 	httppprof "net/http/pprof"
 	"os"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -278,7 +279,36 @@ func (p *pipeline) status(ctx context.Context, only ...string) verify.Status {
 		}
 		st.Queries[name] = s
 	}
+	st.Runtime = runtimeStatus()
 	return st
+}
+
+// runtimeStatus reads the Go runtime's heap and goroutine figures for
+// Status from runtime/metrics, which, unlike runtime.ReadMemStats, does not
+// stop the world.
+func runtimeStatus() *verify.RuntimeStatus {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/gc/heap/objects:objects"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/sched/goroutines:goroutines"},
+	}
+	metrics.Read(samples)
+	v := func(i int) uint64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return samples[i].Value.Uint64()
+	}
+	return &verify.RuntimeStatus{
+		HeapInUseBytes: v(0) + v(1),
+		HeapObjects:    v(2),
+		LiveHeapBytes:  v(3),
+		GCCycles:       v(4),
+		Goroutines:     v(5),
+	}
 }
 
 func (p *pipeline) handler() http.Handler {

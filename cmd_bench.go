@@ -8,6 +8,7 @@ import (
 	"lakehouse/internal/humanize"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -15,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"lakehouse/verify"
 )
 
 func init() {
@@ -44,7 +47,7 @@ var originalFigures = []struct {
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", stderr)
-	out := fs.String("out", "benchmarks", "directory for results.md, results.json and freshness.svg")
+	out := fs.String("out", "benchmarks", "directory for results.md, results.json and freshness.svg (with --soak: the soak's report)")
 	ratesS := fs.String("rates", "100,1000,5000,10000,50000", "publish rates of the phases, events/s")
 	phaseDur := fs.Duration("phase", 45*time.Second, "length of each phase's publishing")
 	triggersS := fs.String("triggers", "1s,10s", "stream triggers to run every rate with (the default trigger, and 10 s like the original)")
@@ -56,7 +59,30 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Int64Var(&benchMaxOffsets, "max-offsets-per-trigger", benchMaxOffsets, "bronze batch size cap in every phase")
 	searchStep := fs.Float64("search-step", 2500, "after the phases, step the rate up by this much (default trigger, 30 s phases) from the fastest phase that kept up until one does not or the highest --rates is reached (0: skip)")
 	smoke := fs.Bool("smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
+	var soak verify.SoakConfig
+	var soakOpt soakOptions
+	fs.DurationVar(&soak.Duration, "soak", 0, "run the soak instead of the phases: the appliance (`run`, defaults) as a child process fed a live-like stream for this long, sampled from outside; writes <out>/<soak-name>.md, .json and .svg")
+	fs.Float64Var(&soak.Rate, "soak-rate", verify.DefaultSoakRate, "soak: base rate, events/s")
+	fs.Float64Var(&soak.Burst, "soak-burst", verify.DefaultSoakBurst, "soak: rate during bursts, events/s")
+	fs.DurationVar(&soak.BurstEvery, "soak-burst-every", verify.DefaultSoakBurstEvery, "soak: a burst at the end of every such interval")
+	fs.DurationVar(&soak.BurstLength, "soak-burst-length", verify.DefaultSoakBurstLength, "soak: length of each burst")
+	fs.DurationVar(&soak.Sample, "soak-sample", verify.DefaultSoakSample, "soak: sampling interval")
+	fs.Int64Var(&soak.Seed, "soak-seed", 0, "soak: replay seed (0: random, recorded in the report)")
+	soakArgs := fs.String("soak-args", "", `soak: extra arguments for the appliance's run, e.g. "--trigger 2s"`)
+	fs.StringVar(&soakOpt.name, "soak-name", "soak", "soak: base name of the report files in --out")
+	fs.BoolVar(&soakOpt.keep, "soak-keep", false, "soak: keep the data directory and the appliance's log (kept anyway when the soak fails)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if soak.Duration > 0 {
+		soak.ExtraArgs = strings.Fields(*soakArgs)
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find own binary: %w", err)
+		}
+		soak.Launch = func(args []string) *exec.Cmd { return exec.Command(exe, append([]string{"run"}, args...)...) }
+		soakOpt.out, soakOpt.command = *out, "go run . bench "+strings.Join(args, " ")
+		_, err = runSoak(ctx, soak, soakOpt, stdout)
 		return err
 	}
 	if *render {

@@ -288,12 +288,15 @@ func (r *Replay) ResendRange(from, to int) error {
 
 // Violations enqueues n events that break the contract, cycling through
 // ViolationKinds (not JSON, missing meta.id, bad type, ...).
-func (r *Replay) Violations(n int) {
+func (r *Replay) Violations(n int) { r.violations(n, 0) }
+
+// violations enqueues n violations of the kinds ViolationKinds[first+i].
+func (r *Replay) violations(n, first int) {
 	seed := r.nextSeed()
 	base := Generate(seed, n)
 	es := make([]*entry, n)
 	for i := range n {
-		data := Violate(base.Events[i], i)
+		data := Violate(base.Events[i], first+i)
 		es[i] = &entry{t: &template{data: data, metaID: metaIDOf(data), typ: typeOf(data)}, kind: KindViolation}
 	}
 	r.add(es, func(c *ReplayCounts) { c.Violations += int64(n) })

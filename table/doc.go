@@ -75,6 +75,13 @@
 // field ids are 1..n in column order. DataFiles renders the same ids as a
 // DuckDB read_parquet schema map, so DuckDB reads by id, not by name.
 //
+// # Observing from outside
+//
+// Observer reads a local warehouse's tables from their metadata files alone
+// (the newest metadata.json that parses), without opening catalog.db, so a
+// harness can watch the lake of a running appliance: snapshots, live data
+// files, metadata size, and the rows of an append snapshot.
+//
 // # Defaults
 //
 // DefaultTableProps turns on manifest merging

@@ -12,4 +12,14 @@
 // mid-backlog several times, then verifies. Every expectation is computed from
 // the scenario itself; a kill that lands where it proves nothing is reported
 // as inconclusive, never as a pass.
+//
+// Soak is the long-running benchmark: it runs the appliance as a child
+// process, exactly as `run` with its defaults, feeds it a live-like stream
+// at a varying rate for a given time, and measures its footprint from
+// outside: the kernel's /proc of the child (RSS, anonymous RSS, CPU, bytes
+// written), its /status (Go heap, goroutines, broker counts), and the
+// warehouse's metadata files through table.Observer (snapshots, live data
+// files, metadata size, silver freshness), never opening the catalog or the
+// broker while the child holds them. It ends like Prove: drain, stop,
+// verify against the replay's counts.
 package verify

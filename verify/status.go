@@ -12,12 +12,24 @@ import (
 )
 
 // Status is what a running appliance serves at GET /status: the broker's
-// message counts per topic and, per streaming query, its last batch and its
-// current lag (source units not yet committed). Prove polls it to kill the
-// child mid-backlog and to know when the pipeline has drained.
+// message counts per topic, per streaming query its last batch and its
+// current lag (source units not yet committed), and the Go runtime's memory
+// and goroutines. Prove polls it to kill the child mid-backlog and to know
+// when the pipeline has drained; Soak samples it.
 type Status struct {
 	Topics  map[string]int64       `json:"topics"`
 	Queries map[string]QueryStatus `json:"queries"`
+	Runtime *RuntimeStatus         `json:"runtime,omitempty"`
+}
+
+// RuntimeStatus is the appliance process's Go runtime in Status, read from
+// runtime/metrics (no stop-the-world).
+type RuntimeStatus struct {
+	HeapInUseBytes uint64 `json:"heap_in_use_bytes"` // spans in use: objects plus their free slots (MemStats.HeapInuse)
+	HeapObjects    uint64 `json:"heap_objects"`      // objects allocated and not yet freed
+	LiveHeapBytes  uint64 `json:"live_heap_bytes"`   // heap the last GC cycle marked live
+	GCCycles       uint64 `json:"gc_cycles"`         // completed GC cycles
+	Goroutines     uint64 `json:"goroutines"`
 }
 
 // QueryStatus is one streaming query in Status.

@@ -1,0 +1,639 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"lakehouse/ingest"
+	"lakehouse/internal/humanize"
+	"lakehouse/table"
+)
+
+// Defaults of the soak: the real stream's rate with its peaks, sampled
+// every 10 s.
+const (
+	DefaultSoakRate        = 35.0
+	DefaultSoakBurst       = 100.0
+	DefaultSoakBurstEvery  = 5 * time.Minute
+	DefaultSoakBurstLength = 10 * time.Second
+	DefaultSoakSample      = 10 * time.Second
+	DefaultSoakMarkEvery   = time.Minute // a canary, and a violation, this often
+	DefaultSoakRecording   = 100_000     // events in the looped recording, at most
+	DefaultSoakWarmup      = 5 * time.Minute
+	DefaultSoakDrain       = 5 * time.Minute
+)
+
+// feedStep is how often the soak enqueues what its rate schedule has due;
+// the replay sends it flat out.
+const feedStep = 100 * time.Millisecond
+
+// SoakConfig configures Soak. Zero fields take the Default* values.
+type SoakConfig struct {
+	Duration time.Duration `json:"duration_ns"` // how long events are fed (required)
+	// Rate is the base rate (events/s); Burst the rate during the
+	// BurstLength at the end of every BurstEvery.
+	Rate        float64       `json:"rate"`
+	Burst       float64       `json:"burst_rate"`
+	BurstEvery  time.Duration `json:"burst_every_ns"`
+	BurstLength time.Duration `json:"burst_length_ns"`
+	// Sample is the interval of the samples.
+	Sample time.Duration `json:"sample_ns"`
+	// CanaryEvery and ViolationEvery space the canaries (skipped by ingest)
+	// and contract violations (to the DLQ) mixed into the stream.
+	CanaryEvery    time.Duration `json:"canary_every_ns"`
+	ViolationEvery time.Duration `json:"violation_every_ns"`
+	// Warmup is left out of the peak RSS (default the shorter of
+	// DefaultSoakWarmup and a tenth of Duration).
+	Warmup time.Duration `json:"warmup_ns"`
+	Seed   int64         `json:"seed"`
+	// Recording is the number of generated events looped over (default
+	// the events expected, at most DefaultSoakRecording).
+	Recording int `json:"recording_events"`
+	// ExtraArgs are appended to the appliance's `run` arguments.
+	ExtraArgs []string `json:"extra_args,omitempty"`
+	// DrainTimeout bounds the wait, after the last event is fed, for the
+	// pipeline to hold everything (DefaultSoakDrain).
+	DrainTimeout time.Duration `json:"drain_timeout_ns"`
+
+	// DataDir is the fresh data directory the appliance runs on; LogPath
+	// receives its output (default DataDir + ".log").
+	DataDir string `json:"data_dir"`
+	LogPath string `json:"log"`
+	// Launch returns the command that runs the appliance (`lakehouse run`)
+	// with args; Soak sets its output and starts it.
+	Launch func(args []string) *exec.Cmd `json:"-"`
+	// Out receives one progress line per sample (nil: discarded).
+	Out io.Writer `json:"-"`
+}
+
+func (c *SoakConfig) fill() {
+	defF := func(v *float64, d float64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defF(&c.Rate, DefaultSoakRate)
+	defF(&c.Burst, DefaultSoakBurst)
+	defD(&c.BurstEvery, DefaultSoakBurstEvery)
+	defD(&c.BurstLength, DefaultSoakBurstLength)
+	c.BurstLength = min(c.BurstLength, c.BurstEvery)
+	defD(&c.Sample, DefaultSoakSample)
+	defD(&c.CanaryEvery, DefaultSoakMarkEvery)
+	defD(&c.ViolationEvery, DefaultSoakMarkEvery)
+	defD(&c.Warmup, min(DefaultSoakWarmup, c.Duration/10))
+	defD(&c.DrainTimeout, DefaultSoakDrain)
+	if c.Recording <= 0 {
+		c.Recording = int(min(math.Ceil(c.Due(c.Duration)), DefaultSoakRecording))
+		c.Recording = max(c.Recording, 1)
+	}
+	if c.Seed == 0 {
+		c.Seed = time.Now().UnixNano()
+	}
+	if c.LogPath == "" && c.DataDir != "" {
+		c.LogPath = filepath.Clean(c.DataDir) + ".log"
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+}
+
+// burstTime is how much of [0, t) lies in bursts: the last BurstLength of
+// every BurstEvery.
+func (c SoakConfig) burstTime(t time.Duration) time.Duration {
+	if c.BurstEvery <= 0 || c.BurstLength <= 0 {
+		return 0
+	}
+	n, rem := t/c.BurstEvery, t%c.BurstEvery
+	return n*c.BurstLength + max(0, rem-(c.BurstEvery-c.BurstLength))
+}
+
+// Due returns the number of stream events the schedule has fed by elapsed
+// time t: Rate events/s, Burst during bursts.
+func (c SoakConfig) Due(t time.Duration) float64 {
+	b := c.burstTime(t).Seconds()
+	return c.Rate*(t.Seconds()-b) + c.Burst*b
+}
+
+// marks returns how many marks spaced every apart, the first at first,
+// fall in [0, t].
+func marks(t, every, first time.Duration) int {
+	if every <= 0 || t < first {
+		return 0
+	}
+	return int((t-first)/every) + 1
+}
+
+// SoakSample is one sample: the kernel's view of the appliance process, its
+// Go runtime and broker counts from /status, and the tables as their
+// metadata files on disk show them.
+type SoakSample struct {
+	At      time.Time `json:"at"`
+	Elapsed float64   `json:"elapsed_s"`
+	Feeding bool      `json:"feeding"` // false once the last event was fed (draining)
+
+	Sent int64 `json:"sent"` // events the replay wrote to the wire (all kinds)
+	// Rate is the events sent per second since the previous sample.
+	Rate float64 `json:"rate"`
+
+	// From /proc/<pid>.
+	RSSBytes            int64   `json:"rss_bytes"`
+	AnonBytes           int64   `json:"anon_rss_bytes"`
+	FileBytes           int64   `json:"file_rss_bytes"`
+	CPUSeconds          float64 `json:"cpu_seconds"` // since the appliance started
+	CPUPercent          float64 `json:"cpu_percent"` // of one core, since the previous sample
+	WriteBytes          int64   `json:"write_bytes"`
+	CancelledWriteBytes int64   `json:"cancelled_write_bytes"`
+	WChar               int64   `json:"wchar"`
+
+	// From GET /status (StatusOK false: it did not answer).
+	StatusOK  bool             `json:"status_ok"`
+	Broker    int64            `json:"broker_messages"`
+	DLQ       int64            `json:"dlq_messages"`
+	Runtime   RuntimeStatus    `json:"runtime"`
+	Lags      map[string]int64 `json:"lags,omitempty"`
+	QueryErrs []string         `json:"query_errors,omitempty"`
+
+	// From the warehouse's metadata files.
+	Tables map[string]SoakTableSample `json:"tables"`
+	// Freshness of the silver rows first seen in this sample: snapshot
+	// timestamp minus intake_time, seconds (zero when FreshRows is 0).
+	FreshRows int     `json:"fresh_rows"`
+	FreshP50  float64 `json:"fresh_p50_s,omitempty"`
+	FreshP95  float64 `json:"fresh_p95_s,omitempty"`
+	FreshP99  float64 `json:"fresh_p99_s,omitempty"`
+
+	DataDirBytes int64    `json:"data_dir_bytes"`
+	Errors       []string `json:"errors,omitempty"`
+}
+
+// SoakTableSample is one table in a sample.
+type SoakTableSample struct {
+	Snapshots            int   `json:"snapshots"`  // in the current metadata
+	DataFiles            int64 `json:"data_files"` // live: total-data-files of the current snapshot
+	Records              int64 `json:"records"`
+	MetadataBytes        int64 `json:"metadata_bytes"`         // the current metadata.json
+	LargestMetadataBytes int64 `json:"largest_metadata_bytes"` // the largest metadata.json present
+	MetadataFiles        int   `json:"metadata_files"`
+	New                  int   `json:"new_snapshots"`    // snapshots not in any earlier sample
+	Missed               int   `json:"missed_snapshots"` // committed and expired since the previous sample, never seen
+}
+
+// SoakResult is what a soak observed.
+type SoakResult struct {
+	Config  SoakConfig          `json:"config"`
+	Started time.Time           `json:"started"`
+	Replay  ingest.ReplayCounts `json:"replay"`
+	// PeakRate is the most events sent in one second; FeedSeconds how long
+	// events were fed, DrainSeconds the wait after that until the broker
+	// and every query held everything.
+	PeakRate     float64 `json:"peak_rate"`
+	FeedSeconds  float64 `json:"feed_seconds"`
+	DrainSeconds float64 `json:"drain_seconds"`
+	HarnessCPU   float64 `json:"harness_cpu_seconds"` // this process: replay server and observer
+	// Baseline is the appliance's CPU time and net bytes written when the
+	// soak's clock started (it had just announced its HTTP surface).
+	BaselineCPUSeconds float64      `json:"baseline_cpu_seconds"`
+	BaselineWriteBytes int64        `json:"baseline_write_bytes"`
+	Samples            []SoakSample `json:"samples"`
+	Summary            SoakSummary  `json:"summary"`
+	Expect             Expect       `json:"expect"`
+	Verified           bool         `json:"verified"` // the verifier ran (false: the soak stopped early)
+	Report             Report       `json:"verify"`
+	Err                string       `json:"error,omitempty"`
+
+	fresh []float64 // every observed silver row's freshness, seconds
+}
+
+// Soak runs the appliance as a child process for cfg.Duration while a
+// replay server in this process feeds it a live-like stream at a varying
+// rate, and samples its footprint from outside: the kernel's /proc of the
+// child, its /status, and the warehouse's metadata files (the catalog and
+// broker files stay closed: the child holds their locks). Then it waits for
+// the pipeline to drain, stops the child with SIGTERM and runs the verifier
+// against expectations computed from the replay's counts. It returns an
+// error wrapping ErrFailed when a check fails; the result holds whatever was
+// sampled even then, and when ctx ends early.
+func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
+	cfg.fill()
+	res := SoakResult{Config: cfg, Started: time.Now().UTC()}
+	fail := func(err error) (SoakResult, error) {
+		res.Err = err.Error()
+		res.Summary = summarize(&res)
+		return res, err
+	}
+	if cfg.Launch == nil {
+		return fail(errors.New("soak: no Launch function"))
+	}
+	if cfg.Duration <= 0 {
+		return fail(errors.New("soak: no duration"))
+	}
+	if err := freshDir(cfg.DataDir); err != nil {
+		return fail(err)
+	}
+	out := cfg.Out
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: cfg.Seed, Restamp: true, ResumeAfter: true, Logger: quiet})
+	url, err := replay.Start("127.0.0.1:0")
+	if err != nil {
+		return fail(fmt.Errorf("start replay server: %w", err))
+	}
+	defer replay.Close()
+	feed := replay.Feed(ingest.Generate(cfg.Seed, cfg.Recording))
+	fmt.Fprintf(out, "soak: %s at %g ev/s, bursts to %g ev/s for %s every %s; sample every %s; seed %d; recording %s events; data %s\n",
+		cfg.Duration, cfg.Rate, cfg.Burst, cfg.BurstLength, cfg.BurstEvery, cfg.Sample, cfg.Seed, humanize.Count(int64(cfg.Recording)), cfg.DataDir)
+
+	args := append([]string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0"}, cfg.ExtraArgs...)
+	cmd := cfg.Launch(args)
+	c, err := startChild(ctx, cmd, cfg.LogPath)
+	if err != nil {
+		return fail(err)
+	}
+	s := &sampler{cfg: cfg, c: c, replay: replay, obs: table.Observer{Dir: filepath.Join(cfg.DataDir, "warehouse")},
+		tracked: map[string]*snapshotTracker{}, start: time.Now(), selfCPU0: selfCPUSeconds()}
+	if s.prev, err = readProc(c.cmd.Process.Pid); err != nil {
+		c.kill()
+		return fail(fmt.Errorf("soak: read the appliance's /proc: %w", err))
+	}
+	s.prevAt = s.start
+	res.BaselineCPUSeconds = float64(s.prev.CPUTicks) / clockTicks
+	res.BaselineWriteBytes = s.prev.WriteBytes - s.prev.CancelledWriteBytes
+
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	fed := make(chan float64, 1)
+	go func() { fed <- s.feed(feedCtx, feed) }()
+
+	runErr := s.loop(ctx, fed, &res)
+	stopFeed()
+	res.Replay = replay.Counts()
+	res.HarnessCPU = selfCPUSeconds() - s.selfCPU0
+	res.Samples, res.fresh = s.samples, s.fresh
+	if runErr != nil {
+		if done, _ := c.exited(); !done {
+			_ = c.stop(2 * time.Minute)
+		}
+		return fail(runErr)
+	}
+	fmt.Fprintf(out, "soak: drained %.1f s after the last event; stopping the appliance (SIGTERM)\n", res.DrainSeconds)
+	if err := c.stop(2 * time.Minute); err != nil {
+		return fail(err)
+	}
+	res.Expect = Expect{Messages: res.Replay.OnTime, Silver: res.Replay.OnTimeEditNew, DLQ: res.Replay.Violations}
+	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect)
+	res.Verified = err == nil || errors.Is(err, ErrFailed)
+	if err != nil && !res.Verified {
+		return fail(fmt.Errorf("verify: %w", err))
+	}
+	res.Summary = summarize(&res)
+	if end, err := dirBytes(cfg.DataDir); err == nil {
+		res.Summary.DataDirBytes = end // after the last flush and the verifier
+	}
+	if err != nil {
+		res.Err = err.Error()
+	}
+	fmt.Fprintln(out, "soak: "+res.Summary.Line())
+	return res, err
+}
+
+// sampler holds the state between samples.
+type sampler struct {
+	cfg    SoakConfig
+	c      *child
+	replay *ingest.Replay
+	obs    table.Observer
+
+	start    time.Time
+	selfCPU0 float64
+	prev     procReading
+	prevAt   time.Time
+	prevSent int64
+	tracked  map[string]*snapshotTracker
+	samples  []SoakSample
+	fresh    []float64
+}
+
+// feed enqueues what the rate schedule has due every feedStep, plus the
+// canaries and violations, until the duration is over or ctx ends, and
+// returns the peak one-second send rate.
+func (s *sampler) feed(ctx context.Context, f *ingest.Feed) float64 {
+	cfg := s.cfg
+	tick := time.NewTicker(feedStep)
+	defer tick.Stop()
+	var enq int64
+	var viol, canaries int
+	var peak float64
+	winAt, winSent := s.start, int64(0)
+	for {
+		now := time.Now()
+		el := min(now.Sub(s.start), cfg.Duration)
+		if due := int64(cfg.Due(el)); due > enq {
+			f.Next(int(due - enq))
+			enq = due
+		}
+		if n := marks(el, cfg.ViolationEvery, cfg.ViolationEvery/3); n > viol {
+			f.Violations(n - viol)
+			viol = n
+		}
+		if n := marks(el, cfg.CanaryEvery, cfg.CanaryEvery*2/3); n > canaries {
+			s.replay.Canaries(n - canaries)
+			canaries = n
+		}
+		if d := now.Sub(winAt); d >= time.Second {
+			sent := s.replay.Counts().Sent
+			peak = max(peak, float64(sent-winSent)/d.Seconds())
+			winAt, winSent = now, sent
+		}
+		if el >= cfg.Duration {
+			return peak
+		}
+		select {
+		case <-ctx.Done():
+			return peak
+		case <-tick.C:
+		}
+	}
+}
+
+// loop samples every cfg.Sample until the feed is over and the pipeline
+// has drained, then takes a last sample.
+func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult) error {
+	tick := time.NewTicker(s.cfg.Sample)
+	defer tick.Stop()
+	var poll <-chan time.Time // drain polling, once the feed is over
+	var drainStart time.Time
+	var counts ingest.ReplayCounts
+	stable := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.c.done:
+			return fmt.Errorf("soak: the appliance exited during the soak (%v); see %s", s.c.waitErr, s.cfg.LogPath)
+		case <-tick.C:
+			s.take(ctx, poll == nil)
+		case res.PeakRate = <-fed:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			drainStart = time.Now()
+			res.FeedSeconds = drainStart.Sub(s.start).Seconds()
+			counts = s.replay.Counts()
+			fed = nil
+			p := time.NewTicker(500 * time.Millisecond)
+			defer p.Stop()
+			poll = p.C
+			fmt.Fprintf(s.cfg.Out, "soak: fed %s events (%s stream, %d violations, %d canaries) in %.0f s; waiting for the pipeline to drain\n",
+				humanize.Count(counts.Events), humanize.Count(counts.OnTime), counts.Violations, counts.Canaries, res.FeedSeconds)
+		case <-poll:
+			st, err := fetchStatus(ctx, s.c.base)
+			if err == nil && st.Drained(DefaultTopic, counts.OnTime) && st.Topics[DefaultDLQTopic] >= counts.Violations &&
+				s.replay.Counts().Sent >= counts.Events {
+				stable++
+			} else {
+				stable = 0
+			}
+			if stable >= 2 {
+				res.DrainSeconds = time.Since(drainStart).Seconds()
+				s.take(ctx, false) // the last silver snapshots' freshness
+				return nil
+			}
+			if time.Since(drainStart) > s.cfg.DrainTimeout {
+				s.take(ctx, false)
+				return fmt.Errorf("soak: the pipeline did not drain within %s of the last event (broker %d of %d; %s); see %s",
+					s.cfg.DrainTimeout, st.Topics[DefaultTopic], counts.OnTime, st.Lags(), s.cfg.LogPath)
+			}
+		}
+	}
+}
+
+// take records one sample and prints its progress line.
+func (s *sampler) take(ctx context.Context, feeding bool) {
+	now := time.Now()
+	smp := SoakSample{At: now.UTC(), Elapsed: now.Sub(s.start).Seconds(), Feeding: feeding, Tables: map[string]SoakTableSample{}}
+	errf := func(format string, a ...any) { smp.Errors = append(smp.Errors, fmt.Sprintf(format, a...)) }
+
+	smp.Sent = s.replay.Counts().Sent
+	if dt := now.Sub(s.prevAt).Seconds(); dt > 0 {
+		smp.Rate = float64(smp.Sent-s.prevSent) / dt
+	}
+	if p, err := readProc(s.c.cmd.Process.Pid); err != nil {
+		errf("proc: %v", err)
+	} else {
+		smp.RSSBytes, smp.AnonBytes, smp.FileBytes = p.RSS, p.Anon, p.File
+		smp.CPUSeconds = float64(p.CPUTicks) / clockTicks
+		if dt := now.Sub(s.prevAt).Seconds(); dt > 0 {
+			smp.CPUPercent = float64(p.CPUTicks-s.prev.CPUTicks) / clockTicks / dt * 100
+		}
+		smp.WriteBytes, smp.CancelledWriteBytes, smp.WChar = p.WriteBytes, p.CancelledWriteBytes, p.WChar
+		s.prev = p
+	}
+	s.prevAt, s.prevSent = now, smp.Sent
+
+	if st, err := fetchStatus(ctx, s.c.base); err != nil {
+		errf("status: %v", err)
+	} else {
+		smp.StatusOK = true
+		smp.Broker, smp.DLQ = st.Topics[DefaultTopic], st.Topics[DefaultDLQTopic]
+		if st.Runtime != nil {
+			smp.Runtime = *st.Runtime
+		}
+		smp.Lags = map[string]int64{}
+		for n, q := range st.Queries {
+			smp.Lags[n] = q.Lag
+			if q.Error != "" {
+				smp.QueryErrs = append(smp.QueryErrs, n+": "+q.Error)
+			}
+		}
+	}
+
+	idents, err := s.obs.Tables()
+	if err != nil {
+		errf("tables: %v", err)
+	}
+	var window []float64
+	for _, ident := range idents {
+		v, err := s.obs.Table(ctx, ident)
+		if err != nil {
+			errf("%s: %v", ident, err)
+			continue
+		}
+		tr := s.tracked[ident]
+		if tr == nil {
+			tr = &snapshotTracker{}
+			s.tracked[ident] = tr
+		}
+		fresh, missed := tr.observe(v)
+		ts := SoakTableSample{Snapshots: len(v.Snapshots), DataFiles: v.DataFiles, Records: v.Records,
+			MetadataBytes: v.MetadataBytes, LargestMetadataBytes: v.LargestMetadataBytes, MetadataFiles: v.MetadataFiles,
+			New: len(fresh), Missed: missed}
+		smp.Tables[ident] = ts
+		if ident != table.SilverEdits {
+			continue
+		}
+		for _, snap := range fresh {
+			if snap.Summary["operation"] != "append" {
+				continue
+			}
+			f, err := freshness(ctx, v, snap)
+			if err != nil {
+				errf("freshness of %s snapshot %d: %v", ident, snap.ID, err)
+				continue
+			}
+			window = append(window, f...)
+		}
+	}
+	s.fresh = append(s.fresh, window...)
+	slices.Sort(window)
+	smp.FreshRows = len(window)
+	if len(window) > 0 {
+		smp.FreshP50, smp.FreshP95, smp.FreshP99 = Quantile(window, 0.50), Quantile(window, 0.95), Quantile(window, 0.99)
+	}
+	if n, err := dirBytes(s.cfg.DataDir); err != nil {
+		errf("data dir size: %v", err)
+	} else {
+		smp.DataDirBytes = n
+	}
+	s.samples = append(s.samples, smp)
+	fmt.Fprintln(s.cfg.Out, progressLine(smp))
+}
+
+// freshness reads the intake_time of every row snapshot snap of silver
+// added and returns snapshot timestamp minus intake time, in seconds (how
+// bench defines freshness: the replay stamps meta.dt when it sends).
+func freshness(ctx context.Context, v *table.TableView, snap table.Snapshot) ([]float64, error) {
+	recs, err := v.ReadAppended(ctx, snap.ID, "intake_time")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	var out []float64
+	for _, r := range recs {
+		col, ok := r.Column(0).(*array.Timestamp)
+		tt, tok := r.Schema().Field(0).Type.(*arrow.TimestampType)
+		if !ok || !tok {
+			return nil, fmt.Errorf("intake_time is %s, not a timestamp", r.Schema().Field(0).Type)
+		}
+		for i := range col.Len() {
+			out = append(out, float64(snap.TimestampMs-col.Value(i).ToTime(tt.Unit).UnixMilli())/1000)
+		}
+	}
+	return out, nil
+}
+
+// snapshotTracker follows one table's snapshots across readings: which are
+// new, and which were committed and expired between two readings without
+// ever being seen (their sequence numbers are in no reading).
+type snapshotTracker struct {
+	seen    map[int64]bool // snapshot ids in the previous reading
+	through int64          // every sequence number up to this one is accounted for
+	missed  int
+}
+
+// observe returns the snapshots of v not seen before, oldest first, and how
+// many sequence numbers since the previous reading are missing from v.
+func (t *snapshotTracker) observe(v *table.TableView) (fresh []table.Snapshot, missed int) {
+	present := make(map[int64]bool, len(v.Snapshots))
+	seqs := make(map[int64]bool, len(v.Snapshots))
+	for _, s := range v.Snapshots {
+		present[s.ID] = true
+		seqs[s.Sequence] = true
+		if !t.seen[s.ID] {
+			fresh = append(fresh, s)
+		}
+	}
+	for q := t.through + 1; q <= v.LastSequence; q++ {
+		if !seqs[q] {
+			missed++
+		}
+	}
+	t.through = max(t.through, v.LastSequence)
+	t.seen = present
+	t.missed += missed
+	return fresh, missed
+}
+
+// shortNames label the tables in progress lines.
+var shortNames = map[string]string{
+	table.Bronze: "bronze", table.SilverEdits: "silver", table.EditorSessions: "sessions",
+	table.StreamProgress: "progress", "ops.runs": "runs", "ops.asset_checks": "checks",
+}
+
+// progressLine is one plain line per sample: elapsed, sent, memory, CPU,
+// snapshots per table (gold: the most of any gold table), freshness p95.
+func progressLine(s SoakSample) string {
+	mib := func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
+	el := time.Duration(s.Elapsed * float64(time.Second)).Round(time.Second)
+	var b strings.Builder
+	fmt.Fprintf(&b, "soak %s sent %s (%.0f/s) RSS %s MiB anon %s heap %s live %s MiB CPU %.0f%% snapshots",
+		el, humanize.Count(s.Sent), s.Rate, mib(s.RSSBytes), mib(s.AnonBytes), mib(int64(s.Runtime.HeapInUseBytes)), mib(int64(s.Runtime.LiveHeapBytes)), s.CPUPercent)
+	names := make([]string, 0, len(s.Tables))
+	for n := range s.Tables {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, compareTables)
+	gold := -1
+	for _, n := range names {
+		if strings.HasPrefix(n, "gold.") {
+			gold = max(gold, s.Tables[n].Snapshots)
+			continue
+		}
+		label := shortNames[n]
+		if label == "" {
+			label = n
+		}
+		fmt.Fprintf(&b, " %s %d", label, s.Tables[n].Snapshots)
+	}
+	if gold >= 0 {
+		fmt.Fprintf(&b, " gold %d", gold)
+	}
+	if s.FreshRows > 0 {
+		fmt.Fprintf(&b, " fresh p95 %.2f s", s.FreshP95)
+	} else {
+		b.WriteString(" fresh p95 -")
+	}
+	if !s.Feeding {
+		b.WriteString(" (draining)")
+	}
+	if len(s.Errors) > 0 {
+		fmt.Fprintf(&b, " [%d read errors: %s]", len(s.Errors), s.Errors[0])
+	}
+	return b.String()
+}
+
+// tableOrder is the order tables are listed in: the pipeline's, then the
+// rest by name.
+var tableOrder = []string{table.Bronze, table.SilverEdits, table.EditorSessions, table.StreamProgress, "ops.runs", "ops.asset_checks"}
+
+func compareTables(a, b string) int {
+	ia, ib := slices.Index(tableOrder, a), slices.Index(tableOrder, b)
+	switch {
+	case ia >= 0 && ib >= 0:
+		return ia - ib
+	case ia >= 0:
+		return -1
+	case ib >= 0:
+		return 1
+	}
+	return strings.Compare(a, b)
+}

@@ -1,0 +1,145 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// procReading is what the kernel says about a process at one moment
+// (Linux /proc; the soak measures the appliance from outside, never from
+// its own counters).
+type procReading struct {
+	RSS, Anon, File, HWM int64 // bytes: VmRSS, RssAnon, RssFile, VmHWM of /proc/<pid>/status
+	CPUTicks             int64 // utime + stime of /proc/<pid>/stat, all threads, in clock ticks
+	WriteBytes           int64 // /proc/<pid>/io write_bytes: bytes it caused to be sent to storage
+	CancelledWriteBytes  int64 // cancelled_write_bytes: of those, dirty pages truncated or deleted before writeback
+	WChar                int64 // wchar: bytes passed to write(2) and the like, any destination
+}
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
+// 100 on every Linux architecture Go supports (sysconf(_SC_CLK_TCK) without
+// cgo).
+const clockTicks = 100
+
+func readProc(pid int) (procReading, error) {
+	var r procReading
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return r, fmt.Errorf("read process status: %w", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch name {
+		case "VmRSS":
+			dst = &r.RSS
+		case "RssAnon":
+			dst = &r.Anon
+		case "RssFile":
+			dst = &r.File
+		case "VmHWM":
+			dst = &r.HWM
+		default:
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(val), "kB")), 10, 64)
+		if err != nil {
+			return r, fmt.Errorf("process status %s: %w", name, err)
+		}
+		*dst = kb << 10
+	}
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return r, fmt.Errorf("read process stat: %w", err)
+	}
+	if r.CPUTicks, err = parseStatCPU(string(stat)); err != nil {
+		return r, err
+	}
+	io, err := os.ReadFile(filepath.Join(dir, "io"))
+	if err != nil {
+		return r, fmt.Errorf("read process io: %w", err)
+	}
+	for _, line := range strings.Split(string(io), "\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+		switch name {
+		case "write_bytes":
+			r.WriteBytes = n
+		case "cancelled_write_bytes":
+			r.CancelledWriteBytes = n
+		case "wchar":
+			r.WChar = n
+		}
+	}
+	return r, nil
+}
+
+// parseStatCPU returns utime + stime from a /proc/<pid>/stat line. The
+// command name (field 2) is in parentheses and may hold spaces, so fields
+// are counted after the last ')': state is field 3, utime 14, stime 15.
+func parseStatCPU(stat string) (int64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("process stat: no ')' after the command name")
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("process stat: %d fields after the command name, want at least 13", len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("process stat: %w", err)
+	}
+	return ut + st, nil
+}
+
+// dirBytes returns the disk space the files under dir take (allocated
+// blocks where the platform reports them, else sizes). Files that vanish
+// during the walk are skipped.
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil // removed since the listing
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n, err
+}
+
+// selfCPUSeconds is this process's CPU time (the harness: replay server and
+// observer), to show what the measurement itself costs.
+func selfCPUSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}

@@ -1,0 +1,466 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"lakehouse/internal/humanize"
+)
+
+// SoakSummary is the soak's verdict on the appliance's footprint. Memory
+// slopes are least-squares fits over the second half of the feeding time;
+// peaks leave out the warm-up.
+type SoakSummary struct {
+	DurationSeconds float64 `json:"duration_s"` // events were fed this long
+	DrainSeconds    float64 `json:"drain_s"`
+	WarmupSeconds   float64 `json:"warmup_s"`
+	Samples         int     `json:"samples"`
+	SampleErrors    int     `json:"sample_errors"` // failed reads within samples
+
+	Events       int64   `json:"events_sent"`   // on the wire, every kind
+	StreamEvents int64   `json:"stream_events"` // on-time events of the looped recording
+	Violations   int64   `json:"violations"`
+	Canaries     int64   `json:"canaries"`
+	MeanRate     float64 `json:"mean_rate"` // events sent / feeding time
+	PeakRate     float64 `json:"peak_rate"` // most events sent in one second
+
+	PeakRSSMiB          float64 `json:"peak_rss_mib"` // sampled VmRSS after the warm-up
+	PeakAnonMiB         float64 `json:"peak_anon_rss_mib"`
+	RSSSlopeMiBPerHour  float64 `json:"rss_slope_mib_per_h"`
+	AnonSlopeMiBPerHour float64 `json:"anon_rss_slope_mib_per_h"`
+	HeapSlopeMiBPerHour float64 `json:"heap_in_use_slope_mib_per_h"`
+	LiveSlopeMiBPerHour float64 `json:"live_heap_slope_mib_per_h"`
+	EndGoroutines       uint64  `json:"end_goroutines"`
+	MaxGoroutines       uint64  `json:"max_goroutines"`
+	MeanCPUPercent      float64 `json:"mean_cpu_percent"`    // of one core, over the feeding time
+	HarnessCPUPercent   float64 `json:"harness_cpu_percent"` // this process (replay server, observer), same unit
+
+	FreshRows int64   `json:"fresh_rows"` // silver rows whose freshness was read
+	FreshP50  float64 `json:"fresh_p50_s"`
+	FreshP95  float64 `json:"fresh_p95_s"`
+	FreshP99  float64 `json:"fresh_p99_s"`
+	FreshMax  float64 `json:"fresh_max_s"`
+
+	Tables               []SoakTableSummary `json:"tables"`
+	LargestMetadataBytes int64              `json:"largest_metadata_bytes"`
+	LargestMetadataTable string             `json:"largest_metadata_table"`
+	MissedSnapshots      int                `json:"missed_snapshots"` // committed and expired between two samples
+
+	WriteBytes         int64   `json:"write_bytes"` // write_bytes - cancelled_write_bytes while feeding
+	WriteBytesPerEvent float64 `json:"write_bytes_per_event"`
+	WriteGBPerDay      float64 `json:"write_gb_per_day"` // second half's write rate, per day
+	DataDirBytes       int64   `json:"data_dir_bytes"`   // at the end
+	DiskGBPerDay       float64 `json:"disk_growth_gb_per_day"`
+
+	Verified           bool     `json:"verified"`
+	EverythingInSilver bool     `json:"every_event_in_silver"`
+	Silver             int64    `json:"silver"`
+	ExpectedSilver     int64    `json:"expected_silver"`
+	Broker             int64    `json:"broker"`
+	ExpectedBroker     int64    `json:"expected_broker"`
+	DLQ                int64    `json:"dlq"`
+	ExpectedDLQ        int64    `json:"expected_dlq"`
+	FailedChecks       []string `json:"failed_checks,omitempty"`
+}
+
+// SoakTableSummary is one table over the soak.
+type SoakTableSummary struct {
+	Table                string `json:"table"`
+	MaxSnapshots         int    `json:"max_snapshots"`
+	EndSnapshots         int    `json:"end_snapshots"`
+	MaxDataFiles         int64  `json:"max_data_files"`
+	EndDataFiles         int64  `json:"end_data_files"`
+	EndMetadataBytes     int64  `json:"end_metadata_bytes"`
+	LargestMetadataBytes int64  `json:"largest_metadata_bytes"`
+	Missed               int    `json:"missed_snapshots"`
+}
+
+// Quantile returns the q-quantile of sorted values (the smallest value with
+// at least q of them at or below it); NaN when there are none.
+func Quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// Slope is the least-squares slope of y over x; NaN with fewer than two
+// distinct x.
+func Slope(x, y []float64) float64 {
+	n := float64(len(x))
+	if len(x) < 2 || len(x) != len(y) {
+		return math.NaN()
+	}
+	var mx, my float64
+	for i := range x {
+		mx += x[i]
+		my += y[i]
+	}
+	mx, my = mx/n, my/n
+	var sxy, sxx float64
+	for i := range x {
+		sxy += (x[i] - mx) * (y[i] - my)
+		sxx += (x[i] - mx) * (x[i] - mx)
+	}
+	if sxx == 0 {
+		return math.NaN()
+	}
+	return sxy / sxx
+}
+
+// finite maps NaN and infinities to 0 (JSON has no NaN); the summary's
+// sample counts say when a figure had nothing to stand on.
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+const mib = 1 << 20
+
+func summarize(res *SoakResult) SoakSummary {
+	cfg := res.Config
+	sum := SoakSummary{
+		DurationSeconds: res.FeedSeconds, DrainSeconds: res.DrainSeconds, WarmupSeconds: cfg.Warmup.Seconds(),
+		Samples: len(res.Samples), Events: res.Replay.Sent, StreamEvents: res.Replay.OnTime,
+		Violations: res.Replay.Violations, Canaries: res.Replay.Canaries, PeakRate: res.PeakRate,
+	}
+	if sum.DurationSeconds == 0 && len(res.Samples) > 0 { // stopped early
+		sum.DurationSeconds = res.Samples[len(res.Samples)-1].Elapsed
+	}
+	if sum.DurationSeconds > 0 {
+		sum.MeanRate = float64(sum.Events) / sum.DurationSeconds
+		sum.HarnessCPUPercent = res.HarnessCPU / (sum.DurationSeconds + sum.DrainSeconds) * 100
+	}
+	// Samples while feeding, and those of its second half.
+	var feeding, half []SoakSample
+	for _, s := range res.Samples {
+		sum.SampleErrors += len(s.Errors)
+		if s.Feeding {
+			feeding = append(feeding, s)
+			if s.Elapsed >= sum.DurationSeconds/2 {
+				half = append(half, s)
+			}
+		}
+	}
+	afterWarmup := 0
+	for _, s := range res.Samples {
+		if s.Elapsed >= sum.WarmupSeconds {
+			afterWarmup++
+			sum.PeakRSSMiB = max(sum.PeakRSSMiB, float64(s.RSSBytes)/mib)
+			sum.PeakAnonMiB = max(sum.PeakAnonMiB, float64(s.AnonBytes)/mib)
+		}
+		sum.MaxGoroutines = max(sum.MaxGoroutines, s.Runtime.Goroutines)
+	}
+	if n := len(res.Samples); n > 0 {
+		sum.EndGoroutines = res.Samples[n-1].Runtime.Goroutines
+	}
+	slope := func(val func(SoakSample) float64, needStatus bool) float64 {
+		var x, y []float64
+		for _, s := range half {
+			if needStatus && !s.StatusOK {
+				continue
+			}
+			x = append(x, s.Elapsed/3600)
+			y = append(y, val(s))
+		}
+		return finite(Slope(x, y))
+	}
+	sum.RSSSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.RSSBytes) / mib }, false)
+	sum.AnonSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.AnonBytes) / mib }, false)
+	sum.HeapSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.HeapInUseBytes) / mib }, true)
+	sum.LiveSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.LiveHeapBytes) / mib }, true)
+	if n := len(feeding); n > 0 {
+		last := feeding[n-1]
+		if last.Elapsed > 0 {
+			sum.MeanCPUPercent = (last.CPUSeconds - res.BaselineCPUSeconds) / last.Elapsed * 100
+		}
+		sum.WriteBytes = last.WriteBytes - last.CancelledWriteBytes - res.BaselineWriteBytes
+		if last.Sent > 0 {
+			sum.WriteBytesPerEvent = float64(sum.WriteBytes) / float64(last.Sent)
+		}
+	}
+	perHourToDay := 24 / 1e9 // bytes per hour -> GB per day
+	sum.WriteGBPerDay = slope(func(s SoakSample) float64 { return float64(s.WriteBytes - s.CancelledWriteBytes) }, false) * perHourToDay
+	sum.DiskGBPerDay = slope(func(s SoakSample) float64 { return float64(s.DataDirBytes) }, false) * perHourToDay
+	if n := len(res.Samples); n > 0 {
+		sum.DataDirBytes = res.Samples[n-1].DataDirBytes
+	}
+
+	fresh := slices.Clone(res.fresh)
+	slices.Sort(fresh)
+	sum.FreshRows = int64(len(fresh))
+	sum.FreshP50, sum.FreshP95, sum.FreshP99 = finite(Quantile(fresh, 0.50)), finite(Quantile(fresh, 0.95)), finite(Quantile(fresh, 0.99))
+	if len(fresh) > 0 {
+		sum.FreshMax = fresh[len(fresh)-1]
+	}
+
+	byTable := map[string]*SoakTableSummary{}
+	for _, s := range res.Samples {
+		for name, t := range s.Tables {
+			ts := byTable[name]
+			if ts == nil {
+				ts = &SoakTableSummary{Table: name}
+				byTable[name] = ts
+			}
+			ts.MaxSnapshots = max(ts.MaxSnapshots, t.Snapshots)
+			ts.MaxDataFiles = max(ts.MaxDataFiles, t.DataFiles)
+			ts.LargestMetadataBytes = max(ts.LargestMetadataBytes, t.LargestMetadataBytes)
+			ts.EndSnapshots, ts.EndDataFiles, ts.EndMetadataBytes = t.Snapshots, t.DataFiles, t.MetadataBytes
+			ts.Missed += t.Missed
+		}
+	}
+	for _, ts := range byTable {
+		sum.Tables = append(sum.Tables, *ts)
+		sum.MissedSnapshots += ts.Missed
+		if ts.LargestMetadataBytes > sum.LargestMetadataBytes {
+			sum.LargestMetadataBytes, sum.LargestMetadataTable = ts.LargestMetadataBytes, ts.Table
+		}
+	}
+	slices.SortFunc(sum.Tables, func(a, b SoakTableSummary) int { return compareTables(a.Table, b.Table) })
+
+	c := res.Report.Counts
+	sum.Verified = res.Verified
+	sum.Silver, sum.ExpectedSilver = c.Silver, res.Expect.Silver
+	sum.Broker, sum.ExpectedBroker = c.Broker, res.Expect.Messages
+	sum.DLQ, sum.ExpectedDLQ = c.DLQ, res.Expect.DLQ
+	sum.FailedChecks = res.Report.FailedNames()
+	sum.EverythingInSilver = res.Verified && c.Silver == res.Expect.Silver && c.SilverDistinct == res.Expect.Silver
+	return sum
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+// Line is the summary in one paragraph.
+func (s SoakSummary) Line() string {
+	var snaps []string
+	for _, t := range s.Tables {
+		snaps = append(snaps, fmt.Sprintf("%s %d", t.Table, t.MaxSnapshots))
+	}
+	silver := "not verified"
+	if s.Verified {
+		silver = fmt.Sprintf("%s (silver %s of %s, broker %s of %s, DLQ %s of %s)", yes(s.EverythingInSilver),
+			humanize.Count(s.Silver), humanize.Count(s.ExpectedSilver), humanize.Count(s.Broker), humanize.Count(s.ExpectedBroker),
+			humanize.Count(s.DLQ), humanize.Count(s.ExpectedDLQ))
+	}
+	return fmt.Sprintf("%s at %.1f ev/s mean (peak %.0f/s), %s events; peak RSS %.0f MiB (anon %.0f) after %s warm-up; "+
+		"second half: RSS %+.0f MiB/h, anon %+.0f MiB/h, heap in use %+.0f MiB/h, live heap %+.0f MiB/h; CPU %.0f %% of a core; "+
+		"freshness p50 %.2f s, p95 %.2f s, p99 %.2f s (%s rows); max snapshots: %s; missed snapshots %d; largest metadata.json %s (%s); "+
+		"written %s per event, %.1f GB/day; data dir %s, %+.1f GB/day; every event in silver: %s",
+		time.Duration(s.DurationSeconds*float64(time.Second)).Round(time.Second), s.MeanRate, s.PeakRate, humanize.Count(s.Events),
+		s.PeakRSSMiB, s.PeakAnonMiB, time.Duration(s.WarmupSeconds*float64(time.Second)),
+		s.RSSSlopeMiBPerHour, s.AnonSlopeMiBPerHour, s.HeapSlopeMiBPerHour, s.LiveSlopeMiBPerHour, s.MeanCPUPercent,
+		s.FreshP50, s.FreshP95, s.FreshP99, humanize.Count(s.FreshRows), strings.Join(snaps, ", "), s.MissedSnapshots,
+		bytesText(s.LargestMetadataBytes), s.LargestMetadataTable,
+		bytesText(int64(s.WriteBytesPerEvent)), s.WriteGBPerDay, bytesText(s.DataDirBytes), s.DiskGBPerDay, silver)
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// SoakReport is what WriteSoakReport writes: the result with the command
+// that produced it and the machine it ran on.
+type SoakReport struct {
+	When    time.Time `json:"when"`
+	Command string    `json:"command"`
+	Machine string    `json:"machine"`
+	SoakResult
+}
+
+// WriteSoakReport writes <dir>/<name>.json (config, machine, every sample,
+// summary), <name>.md and <name>.svg (RSS, anonymous RSS and CPU over time).
+func WriteSoakReport(dir, name string, rep SoakReport) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode soak report: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".svg"), []byte(soakSVG(rep.SoakResult)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name+".md"), []byte(soakMarkdown(name, rep)), 0o644)
+}
+
+func soakMarkdown(name string, rep SoakReport) string {
+	res, s, cfg := rep.SoakResult, rep.Summary, rep.Config
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Soak: the appliance for %s\n\n", time.Duration(s.DurationSeconds*float64(time.Second)).Round(time.Second))
+	fmt.Fprintf(&b, "Produced by `%s` on %s (%s).\n\n", strings.TrimSpace(rep.Command), rep.When.Format("2006-01-02 15:04 MST"), rep.Machine)
+	if res.Err != "" {
+		fmt.Fprintf(&b, "**The soak did not complete: %s**\n\n", res.Err)
+	}
+	args := ""
+	if len(cfg.ExtraArgs) > 0 {
+		args = " " + strings.Join(cfg.ExtraArgs, " ")
+	}
+	fmt.Fprintf(&b, "The appliance ran as a child process exactly as `run` does (`run --data <fresh dir> --source <replay> --http 127.0.0.1:0%s`, every other setting its default: "+
+		"all queries, marts refresh, maintenance, retention). A replay server in the parent fed it a live-like stream: the type mix of %s generated events looped with fresh `meta.id`s on every pass, "+
+		"`meta.dt` stamped when sent, %g ev/s with bursts to %g ev/s for %s at the end of every %s, a canary every %s and a contract violation every %s. "+
+		"Every %s the parent sampled the child from outside: `/proc/<pid>/status` (VmRSS, RssAnon), `/proc/<pid>/stat` (utime + stime: CPU %% of one core), `/proc/<pid>/io` (write_bytes - cancelled_write_bytes), "+
+		"its `/status` (Go heap, goroutines, broker counts), and the warehouse's metadata files (the newest metadata.json that parses; catalog.db and broker.db stay closed while the child runs). "+
+		"Freshness is, for each silver.edits row of an append snapshot seen for the first time, the snapshot's timestamp minus the row's `intake_time`. "+
+		"After the last event the parent waited for the broker and every query to hold everything, stopped the child with SIGTERM and ran the verifier.\n\n",
+		args, humanize.Count(int64(cfg.Recording)), cfg.Rate, cfg.Burst, cfg.BurstLength, cfg.BurstEvery, cfg.CanaryEvery, cfg.ViolationEvery, cfg.Sample)
+
+	b.WriteString("## Summary\n\n| what | value |\n|---|---|\n")
+	row := func(k, format string, a ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, a...)) }
+	row("duration (feeding), drain after it", "%s, %.1f s", time.Duration(s.DurationSeconds*float64(time.Second)).Round(time.Second), s.DrainSeconds)
+	row("events sent (stream / violations / canaries)", "%s (%s / %d / %d)", humanize.Count(s.Events), humanize.Count(s.StreamEvents), s.Violations, s.Canaries)
+	row("mean rate, peak rate (1 s)", "%.1f ev/s, %.0f ev/s", s.MeanRate, s.PeakRate)
+	row("peak RSS after warm-up ("+time.Duration(s.WarmupSeconds*float64(time.Second)).String()+")", "%.0f MiB (anon %.0f MiB)", s.PeakRSSMiB, s.PeakAnonMiB)
+	row("RSS slope, second half", "%+.1f MiB/h (anon %+.1f MiB/h)", s.RSSSlopeMiBPerHour, s.AnonSlopeMiBPerHour)
+	row("Go heap slope, second half", "in use %+.1f MiB/h, live after GC %+.1f MiB/h", s.HeapSlopeMiBPerHour, s.LiveSlopeMiBPerHour)
+	row("goroutines (end / max)", "%d / %d", s.EndGoroutines, s.MaxGoroutines)
+	row("mean CPU, one core = 100 %", "%.1f %% (the harness itself: %.1f %%)", s.MeanCPUPercent, s.HarnessCPUPercent)
+	row("freshness p50 / p95 / p99 / max", "%.2f / %.2f / %.2f / %.2f s (%s rows)", s.FreshP50, s.FreshP95, s.FreshP99, s.FreshMax, humanize.Count(s.FreshRows))
+	row("largest metadata.json", "%s (%s)", bytesText(s.LargestMetadataBytes), s.LargestMetadataTable)
+	row("snapshots missed by sampling", "%d", s.MissedSnapshots)
+	row("bytes written per event", "%s (%s in all while feeding)", bytesText(int64(s.WriteBytesPerEvent)), bytesText(s.WriteBytes))
+	row("projected written per day (second half's rate)", "%.2f GB", s.WriteGBPerDay)
+	row("data directory at the end, projected growth", "%s, %+.2f GB/day", bytesText(s.DataDirBytes), s.DiskGBPerDay)
+	if s.Verified {
+		row("every event in silver", "%s: silver %s of %s, broker %s of %s, DLQ %s of %s", yes(s.EverythingInSilver),
+			humanize.Count(s.Silver), humanize.Count(s.ExpectedSilver), humanize.Count(s.Broker), humanize.Count(s.ExpectedBroker),
+			humanize.Count(s.DLQ), humanize.Count(s.ExpectedDLQ))
+		checks := "all passed"
+		if len(s.FailedChecks) > 0 {
+			checks = "FAILED: " + strings.Join(s.FailedChecks, ", ")
+		}
+		row("verifier checks", "%s", checks)
+	} else {
+		row("every event in silver", "not verified")
+	}
+	if s.SampleErrors > 0 {
+		row("failed reads within samples", "%d (see the JSON)", s.SampleErrors)
+	}
+
+	b.WriteString("\n## Tables\n\nSnapshots in the current metadata and live data files (the current snapshot's `total-data-files`), the most seen in any sample and at the end; metadata.json sizes; snapshots committed and expired between two samples (never seen).\n\n")
+	b.WriteString("| table | snapshots max / end | live data files max / end | metadata.json end / largest | missed |\n|---|---|---|---|---|\n")
+	for _, t := range s.Tables {
+		fmt.Fprintf(&b, "| %s | %d / %d | %d / %d | %s / %s | %d |\n", t.Table, t.MaxSnapshots, t.EndSnapshots, t.MaxDataFiles, t.EndDataFiles,
+			bytesText(t.EndMetadataBytes), bytesText(t.LargestMetadataBytes), t.Missed)
+	}
+	fmt.Fprintf(&b, "\n![RSS, anonymous RSS and CPU over time](%s.svg)\n", name)
+
+	b.WriteString("\n## Samples\n\nAbout twenty of them, evenly spaced; every sample is in the JSON.\n\n")
+	b.WriteString("| elapsed | sent | ev/s | RSS MiB | anon MiB | heap MiB | live MiB | CPU % | bronze snapshots | silver snapshots | bronze metadata.json | data dir | fresh p95 s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	step := max(1, len(res.Samples)/20)
+	for i, smp := range res.Samples {
+		if i%step != 0 && i != len(res.Samples)-1 {
+			continue
+		}
+		fp := "-"
+		if smp.FreshRows > 0 {
+			fp = fmt.Sprintf("%.2f", smp.FreshP95)
+		}
+		br, sv := smp.Tables["bronze.recentchange"], smp.Tables["silver.edits"]
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d | %s | %s | %s |\n",
+			time.Duration(smp.Elapsed*float64(time.Second)).Round(time.Second), humanize.Count(smp.Sent), smp.Rate,
+			float64(smp.RSSBytes)/mib, float64(smp.AnonBytes)/mib, float64(smp.Runtime.HeapInUseBytes)/mib, float64(smp.Runtime.LiveHeapBytes)/mib,
+			smp.CPUPercent, br.Snapshots, sv.Snapshots, bytesText(br.MetadataBytes), bytesText(smp.DataDirBytes), fp)
+	}
+	return b.String()
+}
+
+// soakSVG draws RSS and anonymous RSS (MiB, left axis) and CPU % of one
+// core (right axis) over the soak's minutes, with the warm-up and the end
+// of feeding marked.
+func soakSVG(res SoakResult) string {
+	const w, h, left, right, top, bottom = 900, 400, 60, 60, 40, 50
+	samples := res.Samples
+	maxT, maxMiB, maxCPU := 1.0, 64.0, 100.0
+	for _, s := range samples {
+		maxT = max(maxT, s.Elapsed/60)
+		maxMiB = max(maxMiB, float64(s.RSSBytes)/mib)
+		maxCPU = max(maxCPU, s.CPUPercent)
+	}
+	maxMiB = niceCeil(maxMiB)
+	maxCPU = niceCeil(maxCPU)
+	plotW, plotH := float64(w-left-right), float64(h-top-bottom)
+	x := func(min float64) float64 { return float64(left) + plotW*min/maxT }
+	yMiB := func(v float64) float64 { return float64(h-bottom) - plotH*v/maxMiB }
+	yCPU := func(v float64) float64 { return float64(h-bottom) - plotH*v/maxCPU }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14">Appliance footprint over the soak: RSS and anonymous RSS (MiB, left), CPU %% of one core (right)</text>`+"\n", left)
+	for i := 0; i <= 4; i++ {
+		v := maxMiB * float64(i) / 4
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%g</text><text x="%d" y="%.1f">%g %%</text>`+"\n",
+			left, w-right, yMiB(v), yMiB(v), left-5, yMiB(v)+4, v, w-right+5, yMiB(v)+4, maxCPU*float64(i)/4)
+	}
+	tickStep := niceCeil(maxT / 8)
+	for i := 0; float64(i)*tickStep <= maxT+1e-9; i++ {
+		m := float64(i) * tickStep
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#999"/><text x="%.1f" y="%d" text-anchor="middle">%.4g</text>`+"\n",
+			x(m), x(m), h-bottom, h-bottom+4, x(m), h-bottom+16, m)
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">minutes</text>`+"\n", left+int(plotW/2), h-bottom+32)
+	mark := func(min float64, label string) {
+		if min <= 0 || min > maxT {
+			return
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#aaa" stroke-dasharray="4 3"/><text x="%.1f" y="%d" fill="#777">%s</text>`+"\n",
+			x(min), x(min), top, h-bottom, x(min)+3, top+10, label)
+	}
+	mark(res.Config.Warmup.Minutes(), "warm-up")
+	mark(res.FeedSeconds/60, "last event")
+	line := func(color string, dash string, val func(SoakSample) float64, y func(float64) float64) {
+		if len(samples) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="`, color, dash)
+		for _, s := range samples {
+			fmt.Fprintf(&b, "%.1f,%.1f ", x(s.Elapsed/60), y(val(s)))
+		}
+		b.WriteString(`"/>` + "\n")
+	}
+	line("#08519c", "", func(s SoakSample) float64 { return float64(s.RSSBytes) / mib }, yMiB)
+	line("#6baed6", "", func(s SoakSample) float64 { return float64(s.AnonBytes) / mib }, yMiB)
+	line("#e6550d", ` stroke-opacity="0.8"`, func(s SoakSample) float64 { return s.CPUPercent }, yCPU)
+	for i, l := range []struct{ name, color string }{{"RSS", "#08519c"}, {"anon RSS", "#6baed6"}, {"CPU %", "#e6550d"}} {
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", left+10+90*i, top-12, l.color, left+24+90*i, top-3, l.name)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
