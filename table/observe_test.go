@@ -104,7 +104,7 @@ func TestObserverMatchesLake(t *testing.T) {
 		t.Errorf("read of an unknown snapshot: got %v, want ErrSnapshotNotFound", err)
 	}
 
-	if _, err := l.Compact(ctx, table.Bronze, 1<<20); err != nil {
+	if _, err := l.Compact(ctx, table.Bronze, mergeAll); err != nil {
 		t.Fatal(err)
 	}
 	check("after compaction")
