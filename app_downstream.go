@@ -34,7 +34,11 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	if err != nil {
 		return err
 	}
-	eq, _, err := sessions.NewQuery(p.lake, p.flags.downstream(ecfg), sessions.Config{SessionGap: p.flags.sessionGap, WatermarkDelay: p.flags.watermark})
+	ecfg = p.flags.downstream(ecfg)
+	if p.flags.sessTrigger > 0 {
+		ecfg.Trigger = p.flags.sessTrigger
+	}
+	eq, _, err := sessions.NewQuery(p.lake, ecfg, sessions.Config{SessionGap: p.flags.sessionGap, WatermarkDelay: p.flags.watermark})
 	if err != nil {
 		return err
 	}

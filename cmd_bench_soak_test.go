@@ -60,10 +60,15 @@ func TestSoakShort(t *testing.T) {
 		}
 	}
 	last := res.Samples[len(res.Samples)-1]
-	for _, ident := range []string{table.Bronze, table.SilverEdits, table.EditorSessions} {
+	for _, ident := range []string{table.Bronze, table.SilverEdits} {
 		if ts, ok := last.Tables[ident]; !ok || ts.Snapshots == 0 || ts.MetadataBytes == 0 {
 			t.Errorf("last sample: %s %+v (present %v), want snapshots and metadata", ident, ts, ok)
 		}
+	}
+	// Sessions emit a session only a gap plus the watermark after its last
+	// edit, so in a short run their batches commit markers, not snapshots.
+	if ts, ok := last.Tables[table.EditorSessions]; !ok || ts.MetadataBytes == 0 {
+		t.Errorf("last sample: %s %+v (present %v), want its metadata", table.EditorSessions, ts, ok)
 	}
 	if statusOK == 0 {
 		t.Error("no sample got the appliance's /status")

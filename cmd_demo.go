@@ -28,6 +28,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.register(fs)
 	_ = fs.Set("data", defaultDemoDir)
 	_ = fs.Set("trigger", "500ms")
+	_ = fs.Set("sessions-trigger", "500ms")
 	events := fs.Int("events", 2000, "events in the generated recording (shaped like the 50 real ones)")
 	loops := fs.Int("loops", 2, "times the recording is played, each with fresh event ids")
 	rate := fs.Float64("rate", 5000, "replay pace in events/s (0: flat out)")

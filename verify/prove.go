@@ -185,7 +185,8 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 
 	args := []string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0",
 		"--partitions", strconv.Itoa(cfg.Partitions),
-		"--trigger", cfg.Trigger.String(), "--max-offsets-per-trigger", strconv.Itoa(cfg.MaxOffsetsPerTrigger),
+		"--trigger", cfg.Trigger.String(), "--sessions-trigger", cfg.Trigger.String(),
+		"--max-offsets-per-trigger", strconv.Itoa(cfg.MaxOffsetsPerTrigger),
 		"--refresh", "0"}
 
 	// Kill points: increasing random fractions of the backlog.
