@@ -98,8 +98,8 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 	for _, p := range parts {
 		inBroker[p.Partition] = p
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT "partition", count(*), count(DISTINCT "offset"), min("offset"), max("offset")
-		FROM bronze.recentchange GROUP BY "partition" ORDER BY "partition"`)
+	rows, err := d.db.QueryContext(ctx, `SELECT broker_partition, count(*), count(DISTINCT broker_offset), min(broker_offset), max(broker_offset)
+		FROM bronze.recentchange GROUP BY broker_partition ORDER BY broker_partition`)
 	if err != nil {
 		return Check{}, fmt.Errorf("count bronze offsets: %w", err)
 	}

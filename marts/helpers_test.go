@@ -156,7 +156,7 @@ func bronzeRow(partition int32, offset int64, typ string, at time.Time) row {
 	ev := map[string]any{"meta": map[string]any{"id": fmt.Sprintf("b-%d-%d", partition, offset), "domain": "en.wikipedia.org"},
 		"type": typ, "timestamp": at.Unix(), "wiki": "enwiki", "user": "Alice"}
 	js, _ := json.Marshal(ev)
-	return row{"partition": partition, "offset": offset, "broker_ts": at.Add(time.Second), "key": nil,
+	return row{"broker_partition": partition, "broker_offset": offset, "broker_ts": at.Add(time.Second), "key": nil,
 		"value": string(js), "ingest_ts": at.Add(2 * time.Second)}
 }
 

@@ -54,8 +54,8 @@ func ParsePartitionOffsets(o Offset) (PartitionOffsets, error) {
 
 // BrokerSource reads every partition of one topic of a broker.Log and turns
 // messages into Arrow records of Schema. Columns are filled by name:
-// partition, offset, broker_ts (the message timestamp), key, value and
-// ingest_ts (the time the batch was read); other columns are null.
+// broker_partition, broker_offset, broker_ts (the message timestamp), key,
+// value and ingest_ts (the time the batch was read); other columns are null.
 type BrokerSource struct {
 	Log    broker.Log
 	Topic  string

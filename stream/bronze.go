@@ -18,8 +18,8 @@ const (
 )
 
 // NewBronze builds the bronze query: every partition of the recentchange
-// topic of log, landed raw (partition, offset, broker_ts, key, value,
-// ingest_ts) in table.Bronze, with progress in table.StreamProgress. No
+// topic of log, landed raw (broker_partition, broker_offset, broker_ts, key,
+// value, ingest_ts) in table.Bronze, with progress in table.StreamProgress. No
 // dedup happens in bronze: every broker offset becomes exactly one row.
 // cfg.Name defaults to BronzeQuery; cfg.CheckpointDir or cfg.DataDir must be
 // set. The caller must have run lake.EnsureTables.

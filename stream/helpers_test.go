@@ -26,8 +26,8 @@ const testTopic = "recentchange"
 // testSchema mirrors the bronze schema for engine tests that do not use the
 // real table.
 var testSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "partition", Type: arrow.PrimitiveTypes.Int32},
-	{Name: "offset", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "broker_partition", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "broker_offset", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "broker_ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
 	{Name: "key", Type: arrow.BinaryTypes.String, Nullable: true},
 	{Name: "value", Type: arrow.BinaryTypes.String},
@@ -124,16 +124,16 @@ type pair struct {
 	o int64
 }
 
-// pairsOf extracts the partition and offset columns.
+// pairsOf extracts the broker_partition and broker_offset columns.
 func pairsOf(recs []arrow.RecordBatch) []pair {
 	var out []pair
 	for _, r := range recs {
 		var pc, oc int = -1, -1
 		for i, f := range r.Schema().Fields() {
 			switch f.Name {
-			case "partition":
+			case "broker_partition":
 				pc = i
-			case "offset":
+			case "broker_offset":
 				oc = i
 			}
 		}

@@ -34,9 +34,9 @@ func newRowBuilder(alloc memory.Allocator, schema *arrow.Schema) (*rowBuilder, e
 		var fn func(m broker.Message, ingest time.Time)
 		known := true
 		switch f.Name {
-		case "partition":
+		case "broker_partition":
 			fn = intCol(b, func(m broker.Message) int64 { return int64(m.Partition) })
-		case "offset":
+		case "broker_offset":
 			fn = intCol(b, func(m broker.Message) int64 { return m.Offset })
 		case "broker_ts", "timestamp":
 			fn = timeCol(b, func(m broker.Message, _ time.Time) time.Time { return m.Timestamp })

@@ -331,7 +331,7 @@ func testDataFiles(t *testing.T, b backend) {
 			}
 		}
 	}
-	if !strings.HasPrefix(files.SchemaMap, "MAP{1: {name: 'partition', type: 'INTEGER', default_value: NULL}") ||
+	if !strings.HasPrefix(files.SchemaMap, "MAP{1: {name: 'broker_partition', type: 'INTEGER', default_value: NULL}") ||
 		!strings.Contains(files.SchemaMap, "3: {name: 'broker_ts', type: 'TIMESTAMPTZ'") {
 		t.Fatalf("schema map: got %s", files.SchemaMap)
 	}
@@ -419,7 +419,7 @@ func testExpireProtect(t *testing.T, b backend) {
 func testSchemaMismatch(t *testing.T, b backend) {
 	l := openLake(t, b.cfg(t, t.TempDir()))
 	ctx := context.Background()
-	wrong := arrow.NewSchema([]arrow.Field{{Name: "partition", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	wrong := arrow.NewSchema([]arrow.Field{{Name: "broker_partition", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, wrong)
 	bld.Field(0).(*array.Int64Builder).Append(1)
 	badCols := bld.NewRecordBatch()

@@ -43,9 +43,12 @@
 // # Tables
 //
 // bronze.recentchange, partitioned by day(broker_ts):
-// partition int32, offset int64, broker_ts timestamptz, key string (nullable),
-// value string (the raw event JSON, untouched; a string rather than binary so
-// DuckDB's JSON functions read it directly), ingest_ts timestamptz.
+// broker_partition int32, broker_offset int64, broker_ts timestamptz, key
+// string (nullable), value string (the raw event JSON, untouched; a string
+// rather than binary so DuckDB's JSON functions read it directly), ingest_ts
+// timestamptz. (broker_partition and broker_offset were named partition and
+// offset before; both are SQL reserved words. EnsureTables renames them in
+// a lake made by an earlier version, keeping field ids 1 and 2.)
 //
 // silver.edits, partitioned by day(event_time): event_id, event_time,
 // intake_time, wiki, type, namespace, title, user, bot, minor (nullable),
@@ -73,7 +76,19 @@
 //
 // The exported Arrow schemas (BronzeSchema, ...) carry the Iceberg field ids;
 // field ids are 1..n in column order. DataFiles renders the same ids as a
-// DuckDB read_parquet schema map, so DuckDB reads by id, not by name.
+// DuckDB read_parquet schema map, so DuckDB reads by id, not by name, and
+// Scan and ReadAppended read through iceberg-go by id in the current schema:
+// files written before a rename read under the new name.
+//
+// # Schema evolution
+//
+// EnsureTables upgrades the tables of an existing lake in place: a column
+// whose field id the project's schema names differently is renamed (one
+// commit per table, with the property updates; none when nothing differs).
+// Nothing else is evolved: CommitBatch refuses records whose columns do not
+// match the table's current schema (ErrSchemaMismatch), so a writer built
+// for the new names cannot land rows in a lake EnsureTables has not
+// upgraded.
 //
 // # Observing from outside
 //

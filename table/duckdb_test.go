@@ -26,7 +26,7 @@ func TestDuckDBReadsDataFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	q := `SELECT count(*), count(DISTINCT (partition, "offset")), count(key),
+	q := `SELECT count(*), count(DISTINCT (broker_partition, broker_offset)), count(key),
 	             min(broker_ts) < max(broker_ts), max(json_extract_string(value, '$.type'))
 	      FROM read_parquet(?, schema=` + files.SchemaMap + `, hive_partitioning=false)`
 	var rows, distinct, keys int64

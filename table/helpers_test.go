@@ -99,7 +99,7 @@ func batchOf(query string, id int64, recs ...arrow.RecordBatch) table.Batch {
 	return table.Batch{Query: query, ID: id, Offsets: fmt.Sprintf(`{"0":%d}`, id*100), Records: recs}
 }
 
-// rowsAndOffsets scans ident and returns its row count and the bronze
+// scanOffsets scans ident and returns its row count and the bronze
 // offsets seen (with multiplicity).
 func scanOffsets(t testing.TB, l *table.Lake, ident string) (int64, map[int64]int) {
 	t.Helper()
@@ -111,7 +111,10 @@ func scanOffsets(t testing.TB, l *table.Lake, ident string) (int64, map[int64]in
 	seen := map[int64]int{}
 	for _, r := range recs {
 		n += r.NumRows()
-		idx := r.Schema().FieldIndices("offset")
+		idx := r.Schema().FieldIndices("broker_offset")
+		if ident == table.Bronze && len(idx) != 1 {
+			t.Fatalf("scan %s: no broker_offset column in %s", ident, r.Schema())
+		}
 		if len(idx) == 1 {
 			col := r.Column(idx[0]).(*array.Int64)
 			for i := range col.Len() {

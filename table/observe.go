@@ -211,7 +211,8 @@ func (v *TableView) fill(meta icetable.Metadata) {
 }
 
 // ReadAppended returns the rows that append snapshot snapshotID added,
-// through the table's own file IO, limited to columns (none: all). The
+// through the table's own file IO, in the table's current schema, limited
+// to columns (none: all; named as the current schema names them). The
 // caller releases the records. It returns an error wrapping
 // ErrSnapshotNotFound if the snapshot is not in this reading; reading a
 // snapshot whose files a later expiry or compaction removed fails.
@@ -223,7 +224,7 @@ func (v *TableView) ReadAppended(ctx context.Context, snapshotID int64, columns 
 	if err != nil {
 		return nil, fmt.Errorf("plan snapshot %d of %s: %w", snapshotID, v.Ident, err)
 	}
-	opts := []icetable.ScanOption{icetable.WithSnapshotID(snapshotID)}
+	var opts []icetable.ScanOption // no snapshot id: read with the current schema, as Lake.ReadAppended
 	if len(columns) > 0 {
 		opts = append(opts, icetable.WithSelectedFields(columns...))
 	}

@@ -81,7 +81,7 @@ func TestObserverMatchesLake(t *testing.T) {
 
 	// One append snapshot's rows, projected to one column.
 	_, _, appends := lakeState(t, l, table.Bronze)
-	recs, err := v.ReadAppended(ctx, appends[2].ID, "offset")
+	recs, err := v.ReadAppended(ctx, appends[2].ID, "broker_offset")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestObserverMatchesLake(t *testing.T) {
 	if len(offsets) != 10 || offsets[0] != 20 || offsets[9] != 29 {
 		t.Errorf("rows of the third append: offsets %v, want 20..29", offsets)
 	}
-	if _, err := v.ReadAppended(ctx, 12345, "offset"); !errors.Is(err, table.ErrSnapshotNotFound) {
+	if _, err := v.ReadAppended(ctx, 12345, "broker_offset"); !errors.Is(err, table.ErrSnapshotNotFound) {
 		t.Errorf("read of an unknown snapshot: got %v, want ErrSnapshotNotFound", err)
 	}
 

@@ -68,7 +68,9 @@ func (l *Lake) AppendsAfter(ctx context.Context, ident string, after int64) ([]S
 }
 
 // ReadAppended returns the rows added by snapshot snapshotID of ident, in the
-// table's Arrow schema. The caller releases the records.
+// table's current Arrow schema (not the schema the snapshot was written
+// with: a column renamed since reads under its new name). The caller
+// releases the records.
 func (l *Lake) ReadAppended(ctx context.Context, ident string, snapshotID int64) ([]arrow.RecordBatch, error) {
 	tbl, err := l.load(ctx, ident)
 	if err != nil {
@@ -82,8 +84,10 @@ func (l *Lake) ReadAppended(ctx context.Context, ident string, snapshotID int64)
 	if err != nil {
 		return nil, fmt.Errorf("plan snapshot %d of %s: %w", snapshotID, ident, err)
 	}
-	scan := tbl.Scan(icetable.WithSnapshotID(snapshotID))
-	return readTasks(ctx, scan, tasks)
+	// A scan without a snapshot id reads with the current schema (one with
+	// WithSnapshotID would use the snapshot's own, with the old names); the
+	// tasks already name the snapshot's files.
+	return readTasks(ctx, tbl.Scan(), tasks)
 }
 
 func readTasks(ctx context.Context, scan *icetable.Scan, tasks []icetable.FileScanTask) ([]arrow.RecordBatch, error) {

@@ -38,10 +38,13 @@ func opt(id int, name string, t iceberg.Type, doc string) iceberg.NestedField {
 
 // Iceberg schemas. Field ids are 1..n in column order, which is what the
 // catalog assigns on create, so the ids below are the ids in the table.
+// A column is renamed by changing its name here and keeping its id:
+// EnsureTables renames it in existing tables (bronze's broker_partition and
+// broker_offset were "partition" and "offset", SQL reserved words).
 var (
 	bronzeIce = iceberg.NewSchema(0,
-		req(1, "partition", i32, "broker partition"),
-		req(2, "offset", i64, "broker offset, dense per partition"),
+		req(1, "broker_partition", i32, "broker partition"),
+		req(2, "broker_offset", i64, "broker offset, dense per partition"),
 		req(3, "broker_ts", tsType, "time the broker appended the event"),
 		opt(4, "key", str, "broker message key"),
 		req(5, "value", str, "raw event JSON exactly as received"),

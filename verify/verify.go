@@ -171,11 +171,11 @@ func (r *Report) bronze(ctx context.Context, lake *table.Lake, offs []broker.Par
 	}
 	var other map[int32]int64
 	for _, rec := range recs {
-		pc, err := column[*array.Int32](rec, "partition")
+		pc, err := column[*array.Int32](rec, "broker_partition")
 		if err != nil {
 			return err
 		}
-		oc, err := column[*array.Int64](rec, "offset")
+		oc, err := column[*array.Int64](rec, "broker_offset")
 		if err != nil {
 			return err
 		}

@@ -110,7 +110,7 @@ func (f *lakeFixture) bronze(t *testing.T, pairs [][2]int64) {
 	t.Helper()
 	rows := make([]map[string]any, len(pairs))
 	for i, p := range pairs {
-		rows[i] = map[string]any{"partition": int32(p[0]), "offset": p[1]}
+		rows[i] = map[string]any{"broker_partition": int32(p[0]), "broker_offset": p[1]}
 	}
 	f.commit(t, table.Bronze, "bronze", buildRecord(t, table.BronzeSchema, rows))
 }

@@ -296,9 +296,9 @@ func bronzeColumns(rec arrow.RecordBatch) (bronzeCols, error) {
 	sc := rec.Schema()
 	for i, f := range sc.Fields() {
 		switch f.Name {
-		case "partition":
+		case "broker_partition":
 			c.part, _ = rec.Column(i).(*array.Int32)
-		case "offset":
+		case "broker_offset":
 			c.off, _ = rec.Column(i).(*array.Int64)
 		case "value":
 			c.str, _ = rec.Column(i).(*array.String)
@@ -306,7 +306,7 @@ func bronzeColumns(rec arrow.RecordBatch) (bronzeCols, error) {
 		}
 	}
 	if c.part == nil || c.off == nil || (c.str == nil && c.bin == nil) {
-		return c, fmt.Errorf("read bronze rows: want int32 partition, int64 offset and string value columns, got %s", sc)
+		return c, fmt.Errorf("read bronze rows: want int32 broker_partition, int64 broker_offset and string value columns, got %s", sc)
 	}
 	return c, nil
 }

@@ -295,9 +295,9 @@ func bronzeRecord(from int64, items []Item) arrow.RecordBatch {
 		b := rb.Field(i)
 		for j, it := range items {
 			switch f.Name {
-			case "partition":
+			case "broker_partition":
 				b.(*array.Int32Builder).Append(0)
-			case "offset":
+			case "broker_offset":
 				b.(*array.Int64Builder).Append(from + int64(j))
 			case "broker_ts", "ingest_ts":
 				b.(*array.TimestampBuilder).Append(arrow.Timestamp(it.Event.At.Add(2 * time.Second).UnixMicro()))
