@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	httppprof "net/http/pprof"
 	"os"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"lakehouse/broker"
@@ -43,7 +40,10 @@ type pipelineFlags struct {
 	sessionGap     time.Duration
 	refresh        time.Duration
 	httpAddr       string
+	httpRemote     bool
+	httpToken      string
 	logFormat      string
+	logLevel       string
 	noIngest       bool
 	retention      time.Duration
 	maxSnapshots   int
@@ -71,22 +71,58 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
 	fs.DurationVar(&f.sessionGap, "session-gap", 30*time.Minute, "inactivity gap that ends an editor session")
 	fs.DurationVar(&f.refresh, "refresh", 5*time.Minute, "gold marts and asset checks refresh interval (0 disables marts)")
-	fs.StringVar(&f.httpAddr, "http", "", "serve status on this address, e.g. 127.0.0.1:8080 (empty: off)")
-	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.httpAddr, "http", defaultHTTPAddr, "serve the dashboard, /metrics, /healthz, /readyz and /api/status on this address (off: none); a non-loopback address needs --http-remote and a token")
+	fs.BoolVar(&f.httpRemote, "http-remote", false, "allow --http on a non-loopback address (every request then needs the bearer token)")
+	fs.StringVar(&f.httpToken, "http-token", os.Getenv(envHTTPToken), "bearer token every HTTP request must carry (env "+envHTTPToken+"); required with --http-remote")
+	fs.StringVar(&f.logFormat, "log-format", "auto", "log format: auto (JSON under the systemd journal, text otherwise), text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
 	fs.BoolVar(&f.noIngest, "no-ingest", false, "run the streams and marts only (no SSE client)")
 	fs.DurationVar(&f.retention, "retention", 7*24*time.Hour, "broker retention: trim recentchange records older than this, never past what bronze has committed (0: keep everything)")
 	fs.IntVar(&f.maxSnapshots, "max-snapshots", marts.DefaultMaxSnapshots, "a table holding more snapshots than this is expired down to --keep-snapshots (never past what a downstream query has not read)")
 	fs.IntVar(&f.keepSnapshots, "keep-snapshots", marts.DefaultKeepSnapshots, "snapshots each table keeps after expiry")
 }
 
+// logger builds the appliance's logger: JSON lines when --log-format is
+// json, or auto and stderr is the systemd journal (JOURNAL_STREAM names it);
+// text otherwise. Warnings and errors are also kept for the dashboard.
 func (f *pipelineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error: %w", f.logLevel, errUsage)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
 	switch f.logFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(stderr, nil)), nil
+		h = slog.NewTextHandler(stderr, opts)
 	case "json":
-		return slog.New(slog.NewJSONHandler(stderr, nil)), nil
+		h = slog.NewJSONHandler(stderr, opts)
+	case "auto":
+		if toJournal(stderr) {
+			h = slog.NewJSONHandler(stderr, opts)
+		} else {
+			h = slog.NewTextHandler(stderr, opts)
+		}
+	default:
+		return nil, fmt.Errorf("--log-format %q: want auto, text or json: %w", f.logFormat, errUsage)
 	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+	return slog.New(&ringHandler{next: h, ring: newLogRing(50)}), nil
+}
+
+// toJournal reports whether w is the systemd journal's stream: systemd sets
+// JOURNAL_STREAM to "device:inode" of the stderr it connected.
+func toJournal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	js := os.Getenv("JOURNAL_STREAM")
+	if !ok || js == "" {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && js == fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 }
 
 // downstream adapts a query's config for silver and sessions: they read
@@ -142,7 +178,12 @@ type pipeline struct {
 	db    *broker.DB
 	lake  *table.Lake
 
+	tel    *telemetry
+	health *health
+	notify notifier
+
 	mu      sync.Mutex
+	httpURL string // base URL of the HTTP surface once it listens
 	queries map[string]*stream.Query
 	ingest  *ingest.Ingester
 	marts   *marts.Marts
@@ -172,7 +213,12 @@ func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipe
 		db.Close()
 		return nil, fmt.Errorf("create tables: %w", err)
 	}
-	return &pipeline{flags: f, log: log, db: db, lake: lake, queries: map[string]*stream.Query{}}, nil
+	tel := newTelemetry()
+	if rh, ok := log.Handler().(*ringHandler); ok {
+		tel.logs = rh.ring
+	}
+	return &pipeline{flags: f, log: log, db: db, lake: lake, queries: map[string]*stream.Query{},
+		tel: tel, health: newHealth(defaultHealthRules, log), notify: notifier{log: log}}, nil
 }
 
 func (p *pipeline) Close() error {
@@ -199,14 +245,11 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		}()
 	}
 	if p.flags.httpAddr != "" {
-		ln, err := net.Listen("tcp", p.flags.httpAddr)
+		stopHTTP, err := p.serveHTTP(ctx, stderr)
 		if err != nil {
-			return fmt.Errorf("listen %s: %w", p.flags.httpAddr, err)
+			return err
 		}
-		srv := &http.Server{Handler: p.handler(), ReadHeaderTimeout: 5 * time.Second}
-		fmt.Fprintf(stderr, "%shttp://%s\n", verify.StatusLinePrefix, ln.Addr())
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
+		defer stopHTTP()
 	}
 	if !p.flags.noIngest {
 		icfg := ingest.Config{URL: p.flags.source, UserAgent: p.flags.userAgent, Partitions: p.flags.partitions, Logger: p.log}
@@ -224,7 +267,7 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		p.ingest = ing
 		start("ingest", ing.Run)
 	}
-	bcfg, err := p.flags.streamConfig(stream.BronzeQuery, p.log)
+	bcfg, err := p.streamConfig(stream.BronzeQuery)
 	if err != nil {
 		return err
 	}
@@ -240,12 +283,23 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 	if err := p.startDownstream(ctx, start); err != nil {
 		cancel(err)
 	}
+	start("health", p.runHealth)
+	go p.notifyReady(ctx)
 	<-ctx.Done()
+	p.notify.stopping()
 	wg.Wait()
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
 	return nil
+}
+
+// streamConfig is the flags' configuration of query name, reporting each
+// batch to the telemetry.
+func (p *pipeline) streamConfig(name string) (stream.Config, error) {
+	cfg, err := p.flags.streamConfig(name, p.log)
+	cfg.OnBatch = p.tel.onBatch(name)
+	return cfg, err
 }
 
 func (p *pipeline) addQuery(name string, q *stream.Query) {
@@ -311,19 +365,4 @@ func runtimeStatus() *verify.RuntimeStatus {
 		GCCycles:       v(4),
 		Goroutines:     v(5),
 	}
-}
-
-func (p *pipeline) handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+verify.StatusPath, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(p.status(r.Context(), r.URL.Query()["query"]...))
-	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	// Go's profiles (heap in use, CPU, goroutines) of the running appliance.
-	mux.HandleFunc("GET /debug/pprof/", httppprof.Index)
-	mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)
-	return mux
 }

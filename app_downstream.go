@@ -19,7 +19,7 @@ import (
 // commits: silver (parse, dedup within the watermark), sessions, and the
 // marts scheduler (gold marts, asset checks, maintenance).
 func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(context.Context) error)) error {
-	scfg, err := p.flags.streamConfig(silver.QueryName, p.log)
+	scfg, err := p.streamConfig(silver.QueryName)
 	if err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	p.addQuery(silver.QueryName, sq)
 	start(silver.QueryName, sq.Run)
 
-	ecfg, err := p.flags.streamConfig(sessions.QueryName, p.log)
+	ecfg, err := p.streamConfig(sessions.QueryName)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	_ = fs.Set("data", defaultDemoDir)
 	_ = fs.Set("trigger", "500ms")
 	_ = fs.Set("sessions-trigger", "500ms")
+	_ = fs.Set("http", "127.0.0.1:0") // a free port: the demo prints the dashboard's address
 	events := fs.Int("events", 2000, "events in the generated recording (shaped like the 50 real ones)")
 	loops := fs.Int("loops", 2, "times the recording is played, each with fresh event ids")
 	rate := fs.Float64("rate", 5000, "replay pace in events/s (0: flat out)")
@@ -37,11 +38,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := f.checkHTTP(); err != nil {
+		return err
+	}
 	if err := resetDemoDir(f.data); err != nil {
 		return err
 	}
 	log, err := f.logger(io.Discard)
-	if f.logFormat != "text" || os.Getenv("LAKEHOUSE_DEMO_VERBOSE") != "" {
+	if f.logFormat == "json" || os.Getenv("LAKEHOUSE_DEMO_VERBOSE") != "" {
 		log, err = f.logger(stderr)
 	}
 	if err != nil {
@@ -66,6 +70,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- p.run(runCtx, io.Discard) }()
+	if url := p.waitHTTP(runCtx); url != "" {
+		fmt.Fprintf(stdout, "demo: dashboard at %s/ (metrics %[1]s/metrics; --follow keeps it up)\n", url)
+	}
 
 	want := counts.OnTime + counts.Resent + counts.Late
 	deadline := time.Now().Add(*timeout)

@@ -122,8 +122,9 @@ type Marts struct {
 	expireMu sync.Mutex
 	opsMu    sync.Mutex // serialises the ops-table appends (batch ids per table)
 
-	lastMu sync.Mutex
-	last   map[string]Run // newest run per job
+	lastMu     sync.Mutex
+	last       map[string]Run // newest run per job
+	lastReport *Report        // newest Refresh
 
 	filesSeen map[string]filesCheck // per table, what the last compaction check saw (under mu)
 	heldSince map[string]time.Time  // per table, when warnHeld last warned (under expireMu)

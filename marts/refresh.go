@@ -32,6 +32,9 @@ type Report struct {
 	// Rows written per gold mart, by identifier.
 	Rows   map[string]int64
 	Checks []Check
+	// Highlights are the marts' headline and top rows, read back after the
+	// rebuild (empty when that read failed; the refresh does not fail for it).
+	Highlights Highlights
 }
 
 // Passed reports whether every check passed.
@@ -75,7 +78,23 @@ func (m *Marts) Refresh(ctx context.Context) (Report, error) {
 		return rep.String(), err
 	})
 	rep.RunID, rep.Started, rep.Duration = run.ID, run.Started, run.Duration
+	if rep.RunID != "" {
+		m.lastMu.Lock()
+		m.lastReport = &rep
+		m.lastMu.Unlock()
+	}
 	return rep, err
+}
+
+// LastReport returns the report of the newest Refresh this Marts ran
+// (false: none yet).
+func (m *Marts) LastReport() (Report, bool) {
+	m.lastMu.Lock()
+	defer m.lastMu.Unlock()
+	if m.lastReport == nil {
+		return Report{}, false
+	}
+	return *m.lastReport, true
 }
 
 func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
@@ -109,6 +128,11 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 		if err := d.attachGold(ctx, m.lake, mt); err != nil {
 			return rep, err
 		}
+	}
+	if h, err := highlights(ctx, d); err == nil {
+		rep.Highlights = h
+	} else {
+		m.cfg.Logger.Warn("marts: read highlights", "err", err)
 	}
 	if rep.Checks, err = m.runChecks(ctx, d); err != nil {
 		return rep, err

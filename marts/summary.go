@@ -31,20 +31,54 @@ func summary(ctx context.Context, lake lakeAPI, w io.Writer) error {
 			return fmt.Errorf("summary: %w", err)
 		}
 	}
-	var b strings.Builder
-	var edits, bots, newPages, hours, wikis int64
-	var first, last sql.NullTime
-	err = d.db.QueryRowContext(ctx, `SELECT coalesce(sum(edits),0), coalesce(sum(bot_edits),0), coalesce(sum(new_pages),0),
-		count(DISTINCT hour), count(DISTINCT wiki), min(hour), max(hour) FROM gold.wiki_activity_hourly`).
-		Scan(&edits, &bots, &newPages, &hours, &wikis, &first, &last)
+	h, err := highlights(ctx, d)
 	if err != nil {
 		return fmt.Errorf("summary: %w", err)
 	}
-	if edits == 0 {
-		_, err := fmt.Fprintln(w, "gold marts: built, but silver holds no edits yet")
-		return err
+	_, err = io.WriteString(w, h.String())
+	return err
+}
+
+// Highlights is what the gold marts say at a glance: a headline and a few
+// top rows of each mart.
+type Highlights struct {
+	Headline string          `json:"headline"`
+	Lists    []HighlightList `json:"lists,omitempty"`
+}
+
+// HighlightList is a few top rows of one mart.
+type HighlightList struct {
+	Title string   `json:"title"`
+	Items []string `json:"items"`
+}
+
+// String renders h as the demo prints it.
+func (h Highlights) String() string {
+	var b strings.Builder
+	b.WriteString(h.Headline + "\n")
+	for _, l := range h.Lists {
+		fmt.Fprintf(&b, "  %s: %s\n", l.Title, strings.Join(l.Items, ", "))
 	}
-	fmt.Fprintf(&b, "gold marts: %d edits (%d new pages, %.0f%% by bots) on %d wikis, %d hours from %s to %s UTC\n",
+	return b.String()
+}
+
+// highlights reads the headline and top rows from the gold marts attached
+// to d.
+func highlights(ctx context.Context, d *duck) (Highlights, error) {
+	var h Highlights
+	var edits, bots, newPages, hours, wikis int64
+	var first, last sql.NullTime
+	err := d.db.QueryRowContext(ctx, `SELECT coalesce(sum(edits),0), coalesce(sum(bot_edits),0), coalesce(sum(new_pages),0),
+		count(DISTINCT hour), count(DISTINCT wiki), min(hour), max(hour) FROM gold.wiki_activity_hourly`).
+		Scan(&edits, &bots, &newPages, &hours, &wikis, &first, &last)
+	if err != nil {
+		return h, err
+	}
+	if edits == 0 {
+		h.Headline = "gold marts: built, but silver holds no edits yet"
+		return h, nil
+	}
+	h.Headline = fmt.Sprintf("gold marts: %d edits (%d new pages, %.0f%% by bots) on %d wikis, %d hours from %s to %s UTC",
 		edits, newPages, 100*float64(bots)/float64(edits), wikis, hours,
 		first.Time.UTC().Format("2006-01-02 15:04"), last.Time.UTC().Add(59*60e9).Format("2006-01-02 15:04"))
 
@@ -66,7 +100,7 @@ func summary(ctx context.Context, lake lakeAPI, w io.Writer) error {
 			return err
 		}
 		if len(items) > 0 {
-			fmt.Fprintf(&b, "  %s: %s\n", title, strings.Join(items, ", "))
+			h.Lists = append(h.Lists, HighlightList{Title: title, Items: items})
 		}
 		return nil
 	}
@@ -112,9 +146,5 @@ func summary(ctx context.Context, lake lakeAPI, w io.Writer) error {
 					day.Time.UTC().Format("2006-01-02"), n, botN, med, p95, per), err
 			})
 	}
-	if err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	_, err = io.WriteString(w, b.String())
-	return err
+	return h, err
 }

@@ -28,7 +28,7 @@ func NewBronze(log broker.Log, lake *table.Lake, cfg Config) (*Query, error) {
 		cfg.Name = BronzeQuery
 	}
 	src := NewBrokerSource(log, BronzeTopic, table.BronzeSchema)
-	q, err := New(cfg, src, nil, &TableSink{Lake: lake, Table: table.Bronze}, NewTableProgress(lake))
+	q, err := New(cfg, src, nil, &TableSink{Lake: lake, Table: table.Bronze, TimeColumn: "broker_ts"}, NewTableProgress(lake))
 	if err != nil {
 		return nil, fmt.Errorf("new bronze query: %w", err)
 	}

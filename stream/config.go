@@ -88,6 +88,10 @@ type Config struct {
 	// Logger receives one line per batch and loud lines on query-id changes
 	// (slog.Default() when nil).
 	Logger *slog.Logger
+	// OnBatch, when set, is called with each batch's progress after its
+	// commit entry is durable, on the query's goroutine: it must not block
+	// (the appliance's metrics and health read it).
+	OnBatch func(Progress)
 }
 
 // CheckpointPath is where a query's checkpoint lives under a data directory.

@@ -33,6 +33,11 @@ type Progress struct {
 	Total   time.Duration `json:"total_ns"`
 	// Lag is the source units available beyond End when the batch finished.
 	Lag int64 `json:"lag"`
+	// Newest is the newest time the sink's time column held in the rows
+	// committed (bronze: broker append time, silver: intake time); Latency
+	// is their age when the commit returned (kept in memory only).
+	Newest  time.Time  `json:"newest,omitzero"`
+	Latency *Histogram `json:"-"`
 	// Stats are the Processor's counters (zero for bronze).
 	Stats ProcessStats `json:"stats"`
 	// QueryIDChanges counts the query-id changes this run detected at start
@@ -52,6 +57,9 @@ func (p Progress) RecordsPerSecond() float64 {
 
 // ProcessStats are the counters a Processor reports for one batch.
 type ProcessStats struct {
+	// Skipped counts input rows the processor does not take at all (silver:
+	// event types other than edit and new); the rest are its candidates.
+	Skipped            int64     `json:"skipped,omitempty"`
 	DroppedByWatermark int64     `json:"dropped_by_watermark"`
 	Duplicates         int64     `json:"duplicates"`
 	Unparseable        int64     `json:"unparseable"`

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -81,6 +82,12 @@ type SinkResult struct {
 	SnapshotID int64
 	// Rows is the number of rows the commit added.
 	Rows int64
+	// Newest is the newest value of the sink's time column among the rows
+	// committed, and Latency, for each row, how long before the commit
+	// returned that time was (zero and nil when the sink has no time
+	// column or committed nothing).
+	Newest  time.Time
+	Latency *Histogram
 }
 
 // Sink commits a batch's rows exactly once.

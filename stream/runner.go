@@ -402,6 +402,7 @@ func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error 
 	}
 	p.Commit = time.Since(t2)
 	p.Committed, p.SnapshotID = res.Committed, res.SnapshotID
+	p.Newest, p.Latency = res.Newest, res.Latency
 	if lag, err := q.src.Lag(ctx, b.End); err == nil {
 		p.Lag = lag
 	}
@@ -429,6 +430,9 @@ func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error 
 	q.runs++
 	q.unflushed = append(q.unflushed, p)
 	q.mu.Unlock()
+	if q.cfg.OnBatch != nil {
+		q.cfg.OnBatch(p)
+	}
 	return nil
 }
 

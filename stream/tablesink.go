@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"lakehouse/table"
@@ -33,6 +35,10 @@ type TableSink struct {
 	// stateful processor's stats and state version). It is called after the
 	// batch was processed.
 	Props func(b Batch) map[string]string
+	// TimeColumn, when set, names a timestamp column whose newest value
+	// and per-row age at commit Commit reports (SinkResult.Newest,
+	// Latency): the freshness of what the table holds.
+	TimeColumn string
 }
 
 // Commit implements Sink.
@@ -55,7 +61,42 @@ func (s *TableSink) Commit(ctx context.Context, b Batch, rows []arrow.RecordBatc
 	if err != nil {
 		return SinkResult{}, fmt.Errorf("commit %s batch %d to %s: %w", b.Query, b.ID, s.Table, err)
 	}
-	return SinkResult{Committed: res.Committed, SnapshotID: res.SnapshotID, Rows: res.Rows}, nil
+	out := SinkResult{Committed: res.Committed, SnapshotID: res.SnapshotID, Rows: res.Rows}
+	if s.TimeColumn != "" && res.Committed && res.Rows > 0 {
+		out.Newest, out.Latency = ages(rows, s.TimeColumn, time.Now())
+	}
+	return out, nil
+}
+
+// ages returns the newest value of the timestamp column name among rows and
+// a histogram of each row's age at now (rows without the column, or with
+// another type, are skipped).
+func ages(rows []arrow.RecordBatch, name string, now time.Time) (time.Time, *Histogram) {
+	var newest int64
+	var h Histogram
+	nowUs := now.UnixMicro()
+	for _, r := range rows {
+		idx := r.Schema().FieldIndices(name)
+		if len(idx) != 1 {
+			continue
+		}
+		col, ok := r.Column(idx[0]).(*array.Timestamp)
+		if !ok || col.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
+			continue
+		}
+		for i := 0; i < col.Len(); i++ {
+			if col.IsNull(i) {
+				continue
+			}
+			us := int64(col.Value(i))
+			newest = max(newest, us)
+			h.Observe(float64(nowUs-us) / 1e6)
+		}
+	}
+	if h.Count() == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMicro(newest).UTC(), &h
 }
 
 // LastCommitted implements Sink. The query id comes from the marker; a

@@ -2,6 +2,7 @@
 package humanize
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -22,4 +23,18 @@ func Count(n int64) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// Bytes renders a size with a binary unit: 512 B, 1.5 KiB, 20.3 MiB.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

@@ -12,3 +12,11 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 20 << 20: "20.0 MiB", 3 << 30: "3.0 GiB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d): got %q, want %q", n, got, want)
+		}
+	}
+}

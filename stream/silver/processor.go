@@ -211,6 +211,7 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 		for i := range parsed {
 			e, err := &parsed[i].e, parsed[i].err
 			if errors.Is(err, errSkip) {
+				c.Skipped++
 				continue
 			}
 			if err != nil {

@@ -31,8 +31,9 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 	}
 	proc := NewProcessor(scfg, cp)
 	proc.lake, proc.query = lake, cfg.Name
-	q, err := stream.New(cfg, lakeio.NewSource(lake, table.Bronze), proc,
-		lakeio.NewSink(lake, table.SilverEdits, proc.Props), stream.NewTableProgress(lake))
+	sink := lakeio.NewSink(lake, table.SilverEdits, proc.Props)
+	sink.TimeColumn = "intake_time" // freshness: commit time minus when Wikimedia took the event in
+	q, err := stream.New(cfg, lakeio.NewSource(lake, table.Bronze), proc, sink, stream.NewTableProgress(lake))
 	if err != nil {
 		return nil, nil, fmt.Errorf("new silver query: %w", err)
 	}

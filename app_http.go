@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	httppprof "net/http/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"lakehouse/internal/dashboard"
+	"lakehouse/verify"
+)
+
+// The HTTP surface.
+const (
+	defaultHTTPAddr = "127.0.0.1:8080"
+	envHTTPToken    = "LAKEHOUSE_HTTP_TOKEN"
+)
+
+// errHTTPAddr: --http names an address the appliance must not serve on as
+// configured (non-loopback without --http-remote and a token).
+var errHTTPAddr = errors.New("refusing to serve HTTP")
+
+// checkHTTP validates the --http settings: "off" (or empty) disables the
+// surface; a non-loopback address needs --http-remote and a token.
+func (f *pipelineFlags) checkHTTP() error {
+	if f.httpAddr == "off" {
+		f.httpAddr = ""
+	}
+	if f.httpAddr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(f.httpAddr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want host:port or off: %w", f.httpAddr, errUsage)
+	}
+	if isLoopback(host) {
+		return nil
+	}
+	if !f.httpRemote || f.httpToken == "" {
+		return fmt.Errorf("--http %s is not a loopback address: %w without --http-remote and a bearer token (--http-token or %s): %w",
+			f.httpAddr, errHTTPAddr, envHTTPToken, errUsage)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveHTTP starts the HTTP surface and returns the function that shuts it
+// down (waiting up to 5 s for requests in flight).
+func (p *pipeline) serveHTTP(ctx context.Context, stderr io.Writer) (func(), error) {
+	ln, err := net.Listen("tcp", p.flags.httpAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s (another appliance on this port? pass --http ADDR or --http off): %w", p.flags.httpAddr, err)
+	}
+	srv := &http.Server{Handler: withToken(p.flags.httpToken, p.handler()), ReadHeaderTimeout: 5 * time.Second}
+	fmt.Fprintf(stderr, "%shttp://%s\n", verify.StatusLinePrefix, ln.Addr())
+	p.mu.Lock()
+	p.httpURL = "http://" + ln.Addr().String()
+	p.mu.Unlock()
+	p.log.Info("dashboard at http://"+ln.Addr().String()+"/", "metrics", "/metrics", "readiness", "/readyz")
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.log.Error("http server stopped", "err", err)
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}
+
+// waitHTTP returns the HTTP surface's base URL once it listens ("" when
+// the surface is off or ctx ends first).
+func (p *pipeline) waitHTTP(ctx context.Context) string {
+	if p.flags.httpAddr == "" {
+		return ""
+	}
+	for {
+		p.mu.Lock()
+		u := p.httpURL
+		p.mu.Unlock()
+		if u != "" {
+			return u
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// withToken requires "Authorization: Bearer <token>" on every request when
+// token is set (compared in constant time).
+func withToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lakehouse"`)
+			http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (p *pipeline) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /", dashboard.Handler())
+	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, p.observe(r.Context()))
+	})
+	mux.HandleFunc("GET "+verify.StatusPath, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, p.status(r.Context(), r.URL.Query()["query"]...))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(p), promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		st := p.health.state()
+		code := http.StatusOK
+		if !st.Ready {
+			code = http.StatusServiceUnavailable
+		}
+		if r.URL.Query().Get("format") == "json" {
+			writeJSON(w, code, st)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		if st.Ready {
+			fmt.Fprintln(w, "ready")
+			return
+		}
+		fmt.Fprintln(w, "not ready:")
+		for _, r := range st.Reasons {
+			fmt.Fprintln(w, "- "+r)
+		}
+	})
+	// Go's profiles (heap in use, CPU, goroutines) of the running appliance.
+	mux.HandleFunc("GET /debug/pprof/", httppprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// notifyReady tells systemd (and the log) that start-up recovery is done:
+// once every query has recovered its position (it has a query id).
+func (p *pipeline) notifyReady(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		ready := len(p.queries) > 0
+		for _, q := range p.queries {
+			ready = ready && q.QueryID() != ""
+		}
+		p.mu.Unlock()
+		if ready {
+			p.notify.ready()
+			p.log.Info("appliance started: every query recovered its position")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// settings are the configuration the dashboard shows.
+func (p *pipeline) settings() map[string]string {
+	f := p.flags
+	source := f.source
+	if f.noIngest {
+		source = "(no ingest)"
+	}
+	return map[string]string{
+		"data": f.data, "warehouse": p.lake.Warehouse(), "source": source,
+		"trigger": f.trigger.String(), "watermark": f.watermark.String(), "session_gap": f.sessionGap.String(),
+		"refresh": f.refresh.String(), "partitions": strconv.Itoa(f.partitions),
+		"max_snapshots": strconv.Itoa(f.maxSnapshots), "retention": f.retention.String(),
+		"checkpoint_loss": strings.ToLower(f.checkpointLoss),
+	}
+}

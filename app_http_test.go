@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"lakehouse/ingest"
+)
+
+// testAppliance is the whole appliance in this process (the code path of
+// `run`: ingest over real SSE from a replay server, the streams, the marts,
+// health and the HTTP surface on a free loopback port).
+type testAppliance struct {
+	p      *pipeline
+	replay *ingest.Replay
+	base   string // http://127.0.0.1:port
+	cancel context.CancelFunc
+	errc   chan error
+}
+
+// startAppliance starts the appliance on a fresh lake fed by replay; tune
+// may adjust the flags and health rules before it runs.
+func startAppliance(t *testing.T, replay *ingest.Replay, tune func(*pipelineFlags, *healthRules)) *testAppliance {
+	t.Helper()
+	url, err := replay.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { replay.Close() })
+	f := pipelineFlags{common: common{data: t.TempDir()}, source: url, userAgent: ingest.DefaultUserAgent,
+		partitions: ingest.DefaultPartitions, trigger: 200 * time.Millisecond, sessTrigger: 200 * time.Millisecond,
+		maxOffsets: 20_000, checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute,
+		refresh: time.Hour, httpAddr: "127.0.0.1:0"}
+	rules := defaultHealthRules
+	rules.Every = 200 * time.Millisecond
+	if tune != nil {
+		tune(&f, &rules)
+	}
+	log := slog.New(&ringHandler{next: slog.NewTextHandler(io.Discard, nil), ring: newLogRing(50)})
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := openPipeline(ctx, f, log)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	p.health = newHealth(rules, log)
+	a := &testAppliance{p: p, replay: replay, cancel: cancel, errc: make(chan error, 1)}
+	go func() { a.errc <- p.run(ctx, io.Discard) }()
+	t.Cleanup(a.stop)
+	if a.base = p.waitHTTP(ctx); a.base == "" {
+		t.Fatal("the HTTP surface did not come up")
+	}
+	return a
+}
+
+func (a *testAppliance) stop() {
+	if a.cancel == nil {
+		return
+	}
+	a.cancel()
+	<-a.errc
+	a.cancel = nil
+	a.p.Close()
+}
+
+// waitFor polls cond every 100 ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// get fetches path from the appliance and returns the status and body.
+func (a *testAppliance) get(t *testing.T, path string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, a.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// drained waits until the broker holds want records and no query lags.
+func (a *testAppliance) drained(t *testing.T, want int64) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, "the pipeline to drain", func() bool {
+		return a.p.status(context.Background()).Drained(ingest.DefaultTopic, want)
+	})
+}
+
+func (a *testAppliance) observation(t *testing.T) observation {
+	t.Helper()
+	code, body := a.get(t, "/api/status")
+	if code != http.StatusOK {
+		t.Fatalf("/api/status: %d %s", code, body)
+	}
+	var o observation
+	dec := json.NewDecoder(strings.NewReader(body))
+	if err := dec.Decode(&o); err != nil {
+		t.Fatalf("/api/status: %v\n%s", err, body)
+	}
+	return o
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"lakehouse/internal/humanize"
+)
+
+func init() {
+	register(&command{name: "status", summary: "what a running appliance is doing: readiness, counts per hop, lags, freshness, tables, checks", run: runStatus})
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("status", stderr)
+	addr := fs.String("http", defaultHTTPAddr, "address of the running appliance's HTTP surface")
+	token := fs.String("http-token", os.Getenv(envHTTPToken), "bearer token, if the appliance requires one (env "+envHTTPToken+")")
+	asJSON := fs.Bool("json", false, "print the raw /api/status JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	base := *addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/api/status", nil)
+	if err != nil {
+		return fmt.Errorf("--http %q: %w", *addr, errUsage)
+	}
+	if *token != "" {
+		req.Header.Set("Authorization", "Bearer "+*token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("no appliance answering at %s (is `lakehouse run` running? --http names its address): %w", base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("read status: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s/api/status: %s: %s", base, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var o observation
+	if err := json.Unmarshal(body, &o); err != nil {
+		return fmt.Errorf("decode status: %w", err)
+	}
+	printStatus(stdout, o)
+	return nil
+}
+
+// printStatus renders an observation for a terminal.
+func printStatus(w io.Writer, o observation) {
+	state := "READY"
+	if !o.Health.Ready {
+		state = "NOT READY"
+	}
+	fmt.Fprintf(w, "lakehouse %s, up %s: %s\n", o.Version, o.At.Sub(o.Started).Round(time.Second), state)
+	for _, r := range o.Health.Reasons {
+		fmt.Fprintf(w, "  ! %s\n", r)
+	}
+	h := o.Hops
+	fmt.Fprintf(w, "\npipeline: source %s -> broker %s (dead-letter %s) -> bronze %s -> silver %s -> sessions %s -> gold %s rows\n",
+		humanize.Count(h.SourceSeen), humanize.Count(h.Broker), humanize.Count(h.DLQ), humanize.Count(h.Bronze),
+		humanize.Count(h.Silver), humanize.Count(h.Sessions), humanize.Count(h.Gold))
+	if in := o.Ingest; in != nil {
+		conn := "connected"
+		if !in.Connected {
+			conn = "NOT connected"
+		}
+		fmt.Fprintf(w, "ingest: %s, %.1f events/s over the last minute, %d reconnects\n", conn, in.RatePerSecond, in.Reconnects)
+	}
+	if f := o.Fresh; !math.IsNaN(float64(f.NowS)) {
+		fmt.Fprintf(w, "freshness of %s: newest row %.1f s old; last hour p50 %.2f s, p95 %.2f s\n", f.Table, float64(f.NowS), float64(f.HourP50), float64(f.HourP95))
+	}
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nquery\tbatch\tlag\tlast batch\tlast commit\trows in\trows out\tlate\tduplicates")
+	for _, q := range o.Queries {
+		t := q.Totals
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f ms\t%.0f ms\t%d\t%d\t%d\t%d\n", q.Name, q.Batch, q.Lag,
+			q.LastBatchSecond*1000, q.LastCommitSec*1000, t.RowsIn, t.RowsOut, t.Late, t.Duplicates)
+	}
+	fmt.Fprintln(tw, "\ntable\tsnapshots\tdata files\trows\tsize")
+	for _, t := range o.Tables {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", t.Name, t.Snapshots, t.DataFiles, t.Records, humanize.Bytes(t.DataBytes))
+	}
+	tw.Flush()
+	if r := o.Refresh; r != nil {
+		fmt.Fprintf(w, "\nlast marts refresh %s (%s):\n", r.Started.Local().Format(time.TimeOnly), time.Duration(r.DurationS*float64(time.Second)).Round(time.Millisecond))
+		for _, c := range r.Checks {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+		if r.Highlights.Headline != "" {
+			fmt.Fprint(w, "  ", strings.ReplaceAll(r.Highlights.String(), "\n  ", "\n    "))
+		}
+	}
+	if len(o.Log) > 0 {
+		fmt.Fprintln(w, "\nrecent warnings and errors:")
+		for i, e := range o.Log {
+			if i == 5 {
+				break
+			}
+			fmt.Fprintf(w, "  %s %s %s %s\n", e.Time.Local().Format(time.TimeOnly), e.Level, e.Msg, e.Attrs)
+		}
+	}
+}

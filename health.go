@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"lakehouse/table"
+)
+
+// healthState is readiness as last evaluated.
+type healthState struct {
+	Ready bool `json:"ready"`
+	// Reasons say what is wrong, one line each (empty when ready).
+	Reasons []string `json:"reasons,omitempty"`
+	// Progressing is false when a query has stopped moving (an error, or
+	// input waiting and no batch): the systemd watchdog is fed only while
+	// it is true.
+	Progressing bool      `json:"progressing"`
+	CheckedAt   time.Time `json:"checked_at"`
+}
+
+// healthRules are the thresholds readiness applies.
+type healthRules struct {
+	Every           time.Duration // how often readiness is evaluated
+	StallAfter      time.Duration // input waiting and no batch for this long: stalled
+	GrowingFor      time.Duration // lag above zero and rising across this long: falling behind
+	LateWindow      time.Duration // the window the late share is taken over
+	LateFraction    float64       // this share of the window's input dropped as late...
+	LateMinRows     int64         // ...out of at least this many rows
+	IDChangeHold    time.Duration // a query-id change keeps readiness red this long after start
+	DisconnectedFor time.Duration // ingest without a connection this long
+}
+
+var defaultHealthRules = healthRules{Every: 5 * time.Second, StallAfter: 2 * time.Minute, GrowingFor: 2 * time.Minute,
+	LateWindow: time.Minute, LateFraction: 0.9, LateMinRows: 100, IDChangeHold: 15 * time.Minute, DisconnectedFor: time.Minute}
+
+// health evaluates readiness from observations, logs each change, and
+// remembers the lag history and disconnection it needs.
+type health struct {
+	rules healthRules
+	log   *slog.Logger
+
+	mu           sync.Mutex
+	cur          healthState
+	lags         map[string][]lagSample
+	disconnected time.Time // since when ingest has had no connection (zero: connected)
+}
+
+type lagSample struct {
+	at  time.Time
+	lag int64
+}
+
+func newHealth(rules healthRules, log *slog.Logger) *health {
+	return &health{rules: rules, log: log, lags: map[string][]lagSample{},
+		cur: healthState{Reasons: []string{"starting: not evaluated yet"}}}
+}
+
+func (h *health) state() healthState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.cur
+	s.Reasons = slices.Clone(s.Reasons)
+	return s
+}
+
+// evaluate turns an observation into readiness and stores it; it logs the
+// reasons that appeared (warning) and the return to ready (info).
+func (h *health) evaluate(o observation) healthState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var reasons []string
+	stalled := false
+	now := o.At
+	if len(o.Topics) == 0 {
+		reasons = append(reasons, "broker: its topics cannot be read")
+		stalled = true
+	}
+	for _, t := range o.Tables {
+		if t.Name == table.Bronze && t.Error != "" {
+			reasons = append(reasons, "catalog: "+t.Error)
+			stalled = true
+		}
+	}
+	for _, q := range o.Queries {
+		r, st := h.queryReasons(q, o, now)
+		reasons = append(reasons, r...)
+		stalled = stalled || st
+	}
+	if o.Refresh != nil {
+		for _, c := range o.Refresh.Checks {
+			if !c.Passed {
+				reasons = append(reasons, fmt.Sprintf("asset check %s failed: %s", c.Name, c.Message))
+			}
+		}
+	}
+	if o.Ingest != nil {
+		switch {
+		case o.Ingest.Connected:
+			h.disconnected = time.Time{}
+		case h.disconnected.IsZero():
+			h.disconnected = now
+		case now.Sub(h.disconnected) >= h.rules.DisconnectedFor:
+			reasons = append(reasons, fmt.Sprintf("ingest: not connected to the source for %s (%d reconnects so far)",
+				now.Sub(h.disconnected).Round(time.Second), o.Ingest.Reconnects))
+		}
+	}
+	next := healthState{Ready: len(reasons) == 0, Reasons: reasons, Progressing: !stalled, CheckedAt: now}
+	h.logChanges(h.cur, next)
+	h.cur = next
+	return next
+}
+
+// queryReasons are what is wrong with one query; stalled reports a query
+// that is not moving at all.
+func (h *health) queryReasons(q queryObs, o observation, now time.Time) (reasons []string, stalled bool) {
+	name := "query " + q.Name
+	if q.Error != "" {
+		return []string{name + ": " + q.Error}, true
+	}
+	last := q.Totals.LastAt
+	if last.IsZero() {
+		last = o.Started
+	}
+	if q.Lag > 0 && now.Sub(last) >= h.rules.StallAfter {
+		reasons = append(reasons, fmt.Sprintf("%s stalled: %d waiting, no batch for %s", name, q.Lag, now.Sub(last).Round(time.Second)))
+		stalled = true
+	}
+	samples := append(h.lags[q.Name], lagSample{now, q.Lag})
+	for len(samples) > 1 && now.Sub(samples[1].at) >= h.rules.GrowingFor {
+		samples = samples[1:]
+	}
+	h.lags[q.Name] = samples
+	if first := samples[0]; now.Sub(first.at) >= h.rules.GrowingFor && q.Lag > first.lag && minLag(samples) > 0 {
+		reasons = append(reasons, fmt.Sprintf("%s falling behind: lag grew from %d to %d over %s", name, first.lag, q.Lag,
+			now.Sub(first.at).Round(time.Second)))
+	}
+	if _, cand, late := q.Totals.window(now, h.rules.LateWindow); cand >= h.rules.LateMinRows && float64(late) >= h.rules.LateFraction*float64(cand) {
+		reasons = append(reasons, fmt.Sprintf("%s drops %d of %d rows as late (below its watermark) in the last %s", name, late, cand, h.rules.LateWindow))
+	}
+	if q.IDChanges > 0 && now.Sub(o.Started) < h.rules.IDChangeHold {
+		reasons = append(reasons, fmt.Sprintf("%s: its checkpoint was lost or replaced at start (query id was %s, now %s)", name, q.PreviousQueryID, q.QueryID))
+	}
+	return reasons, stalled
+}
+
+func minLag(s []lagSample) int64 {
+	m := s[0].lag
+	for _, x := range s[1:] {
+		m = min(m, x.lag)
+	}
+	return m
+}
+
+func (h *health) logChanges(prev, next healthState) {
+	for _, r := range next.Reasons {
+		if !slices.Contains(prev.Reasons, r) && !sameReason(prev.Reasons, r) {
+			h.log.Warn("not ready: "+r, "component", "health")
+		}
+	}
+	if next.Ready && !prev.Ready {
+		h.log.Info("ready", "component", "health")
+	}
+}
+
+// sameReason reports whether a reason of the same kind (its text up to the
+// first digit) was already present, so a counter in it does not log again.
+func sameReason(prev []string, r string) bool {
+	key := func(s string) string {
+		for i, c := range s {
+			if c >= '0' && c <= '9' {
+				return s[:i]
+			}
+		}
+		return s
+	}
+	for _, p := range prev {
+		if key(p) == key(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// runHealth evaluates readiness every rules.Every until ctx is done, and
+// feeds the systemd watchdog while the pipeline progresses.
+func (p *pipeline) runHealth(ctx context.Context) error {
+	t := time.NewTicker(p.health.rules.Every)
+	defer t.Stop()
+	for {
+		st := p.health.evaluate(p.observe(ctx))
+		if st.Progressing {
+			p.notify.watchdog()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

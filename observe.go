@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/ingest"
+	"lakehouse/marts"
+	"lakehouse/stream"
+	"lakehouse/table"
+	"lakehouse/verify"
+)
+
+// observation is the appliance's picture of itself at one moment: what the
+// dashboard (/api/status), the metrics (/metrics), readiness (/readyz) and
+// `lakehouse status` all show. It is gathered in one place, from the
+// components themselves (the broker's offsets, each query's checkpoint and
+// source, each table's current metadata) plus the telemetry the batches fed.
+type observation struct {
+	At       time.Time             `json:"at"`
+	Started  time.Time             `json:"started"`
+	Version  string                `json:"version"`
+	Health   healthState           `json:"health"`
+	Ingest   *ingestObs            `json:"ingest,omitempty"`
+	Topics   []topicObs            `json:"topics"`
+	Queries  []queryObs            `json:"queries"`
+	Tables   []tableObs            `json:"tables"`
+	Fresh    freshObs              `json:"freshness"`
+	Refresh  *refreshObs           `json:"refresh,omitempty"`
+	Log      []logEntry            `json:"log"`
+	Runtime  *verify.RuntimeStatus `json:"runtime,omitempty"`
+	Hops     hops                  `json:"hops"`
+	Settings map[string]string     `json:"settings"`
+}
+
+type ingestObs struct {
+	Seen          int64   `json:"seen"`
+	Appended      int64   `json:"appended"`
+	DLQ           int64   `json:"dead_lettered"`
+	Canary        int64   `json:"canary"`
+	Batches       int64   `json:"batches"`
+	Bytes         int64   `json:"bytes"`
+	Reconnects    int64   `json:"reconnects"`
+	Position      string  `json:"position"`
+	Connected     bool    `json:"connected"`
+	RatePerSecond float64 `json:"rate_per_s"`
+}
+
+type topicObs struct {
+	Name       string                    `json:"name"`
+	Records    int64                     `json:"records"`
+	Partitions []broker.PartitionOffsets `json:"partitions"`
+}
+
+type queryObs struct {
+	Name            string      `json:"name"`
+	QueryID         string      `json:"query_id"`
+	Batch           int64       `json:"batch"`
+	Lag             int64       `json:"lag"`
+	LagSeconds      float64     `json:"lag_s"`
+	Error           string      `json:"error,omitempty"`
+	IDChanges       int64       `json:"query_id_changes"`
+	PreviousQueryID string      `json:"previous_query_id,omitempty"`
+	LastBatchSecond float64     `json:"last_batch_s"`
+	LastCommitSec   float64     `json:"last_commit_s"`
+	Totals          queryTotals `json:"totals"`
+}
+
+type tableObs struct {
+	Name string `json:"name"`
+	table.Stats
+	Error string `json:"error,omitempty"`
+}
+
+type freshObs struct {
+	Table   string       `json:"table"`
+	NowS    jsonFloat    `json:"now_s"` // now minus the newest committed intake time (null: none yet)
+	HourP50 jsonFloat    `json:"hour_p50_s"`
+	HourP95 jsonFloat    `json:"hour_p95_s"`
+	Series  []freshPoint `json:"series"`
+}
+
+// jsonFloat is a float64 that encodes NaN and infinities as null.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, float64(f), 'f', -1, 64), nil
+}
+
+func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = jsonFloat(math.NaN())
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	*f = jsonFloat(v)
+	return err
+}
+
+type refreshObs struct {
+	RunID      string           `json:"run_id"`
+	Started    time.Time        `json:"started"`
+	DurationS  float64          `json:"duration_s"`
+	Rows       map[string]int64 `json:"rows"`
+	Checks     []marts.Check    `json:"checks"`
+	Highlights marts.Highlights `json:"highlights"`
+}
+
+// hops are the counts along the pipeline, source to gold.
+type hops struct {
+	SourceSeen int64 `json:"source_seen"`
+	Broker     int64 `json:"broker"`
+	DLQ        int64 `json:"dlq"`
+	Bronze     int64 `json:"bronze"`
+	Silver     int64 `json:"silver"`
+	Sessions   int64 `json:"sessions"`
+	Gold       int64 `json:"gold"`
+}
+
+// observedTables are the tables an observation reports, in pipeline order.
+func observedTables() []string {
+	out := append([]string{}, table.Tables...)
+	out = append(out, marts.OpsRuns, marts.OpsAssetChecks)
+	return append(out, marts.GoldTables...)
+}
+
+// observe gathers an observation. Failures of one part are reported in it
+// (a query's or table's Error), never returned.
+func (p *pipeline) observe(ctx context.Context) observation {
+	now := p.tel.now()
+	o := observation{At: now, Started: p.tel.started, Version: buildVersion(), Health: p.health.state(),
+		Log: p.tel.logs.newest(), Runtime: runtimeStatus(), Settings: p.settings()}
+	if p.ingest != nil {
+		st := p.ingest.Stats()
+		p.tel.observeSeen(st.Seen)
+		o.Ingest = &ingestObs{Seen: st.Seen, Appended: st.Appended, DLQ: st.DLQ, Canary: st.Canary, Batches: st.Batches,
+			Bytes: st.Bytes, Reconnects: st.Reconnects, Position: st.Position, Connected: st.Connected, RatePerSecond: p.tel.ingestRate()}
+		o.Hops.SourceSeen = st.Seen
+	}
+	if topics, err := p.db.Topics(ctx); err == nil {
+		for _, t := range topics {
+			offs, _ := p.db.Offsets(ctx, t.Name)
+			o.Topics = append(o.Topics, topicObs{Name: t.Name, Records: t.Messages(), Partitions: offs})
+			switch t.Name {
+			case ingest.DefaultTopic:
+				o.Hops.Broker = t.Messages()
+			case ingest.DefaultDLQTopic:
+				o.Hops.DLQ = t.Messages()
+			}
+		}
+	}
+	o.Queries = p.observeQueries(ctx, now)
+	for _, id := range observedTables() {
+		st, err := p.lake.Stats(ctx, id)
+		if err != nil {
+			if !errors.Is(err, table.ErrNoSuchTable) {
+				o.Tables = append(o.Tables, tableObs{Name: id, Error: err.Error()})
+			}
+			continue
+		}
+		o.Tables = append(o.Tables, tableObs{Name: id, Stats: st})
+		switch {
+		case id == table.Bronze:
+			o.Hops.Bronze = st.Records
+		case id == table.SilverEdits:
+			o.Hops.Silver = st.Records
+		case id == table.EditorSessions:
+			o.Hops.Sessions = st.Records
+		case slices.Contains(marts.GoldTables, id):
+			o.Hops.Gold += st.Records
+		}
+	}
+	o.Fresh = p.observeFreshness(now)
+	if p.marts != nil {
+		if rep, ok := p.marts.LastReport(); ok {
+			o.Refresh = &refreshObs{RunID: rep.RunID, Started: rep.Started, DurationS: rep.Duration.Seconds(),
+				Rows: rep.Rows, Checks: rep.Checks, Highlights: rep.Highlights}
+		}
+	}
+	return o
+}
+
+func (p *pipeline) observeQueries(ctx context.Context, now time.Time) []queryObs {
+	p.mu.Lock()
+	names := make([]string, 0, len(p.queries))
+	for n := range p.queries {
+		names = append(names, n)
+	}
+	p.mu.Unlock()
+	sort.Slice(names, func(i, j int) bool { return queryOrder(names[i]) < queryOrder(names[j]) })
+	var out []queryObs
+	for _, n := range names {
+		p.mu.Lock()
+		q := p.queries[n]
+		p.mu.Unlock()
+		qo := queryObs{Name: n, QueryID: q.QueryID(), Batch: -1}
+		qo.IDChanges, qo.PreviousQueryID = q.IDChange()
+		if lag, batch, err := q.CurrentLag(ctx); err != nil {
+			qo.Error = err.Error()
+		} else {
+			qo.Lag, qo.Batch = lag, batch
+		}
+		if t, ok := p.tel.query(n); ok {
+			qo.Totals = t
+			qo.LastBatchSecond, qo.LastCommitSec = t.Last.Total.Seconds(), t.Last.Commit.Seconds()
+			if qo.Lag > 0 {
+				since := t.CaughtUpAt
+				if since.IsZero() {
+					since = p.tel.started
+				}
+				qo.LagSeconds = now.Sub(since).Seconds()
+			}
+		} else if qo.Lag > 0 {
+			qo.LagSeconds = now.Sub(p.tel.started).Seconds()
+		}
+		out = append(out, qo)
+	}
+	return out
+}
+
+func queryOrder(name string) int {
+	switch name {
+	case stream.BronzeQuery:
+		return 0
+	case freshQuery:
+		return 1
+	}
+	return 2
+}
+
+func (p *pipeline) observeFreshness(now time.Time) freshObs {
+	series, hour := p.tel.freshSeries()
+	f := freshObs{Table: table.SilverEdits, NowS: jsonFloat(math.NaN()), HourP50: jsonFloat(hour.Quantile(0.5)),
+		HourP95: jsonFloat(hour.Quantile(0.95)), Series: series}
+	if t, ok := p.tel.query(freshQuery); ok && !t.Newest.IsZero() {
+		f.NowS = jsonFloat(now.Sub(t.Newest).Seconds())
+	}
+	return f
+}
