@@ -305,7 +305,15 @@ func (q *Query) plan(ctx context.Context, prev OffsetEntry) (OffsetEntry, bool, 
 			return OffsetEntry{}, false, nil
 		}
 	}
+	// A batch that hit the cap leaves a backlog; so does one a source ended
+	// early at a unit boundary (a table source takes whole snapshots) while
+	// more was there. Either way the next batch starts at once.
 	q.capped = n >= q.cfg.MaxOffsetsPerTrigger
+	if !q.capped && q.cfg.Trigger > 0 {
+		if lag, err := q.src.Lag(ctx, end); err == nil && lag > 0 {
+			q.capped = true
+		}
+	}
 	e := OffsetEntry{Batch: prev.Batch + 1, QueryID: q.QueryID(), Start: prev.End, End: end, Planned: time.Now().UTC()}
 	if mp, ok := q.proc.(MetaPlanner); ok {
 		meta, err := mp.PlanMeta(ctx, q.batchOf(e))
