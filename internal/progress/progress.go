@@ -39,7 +39,8 @@ const (
 	redrawEvery = 100 * time.Millisecond // a terminal bar is redrawn at most this often on updates
 	tickBar     = 250 * time.Millisecond // and this often without them (spinner, elapsed time)
 	tickPlain   = time.Second            // a due plain line is printed at the latest this late
-	barCells    = 20
+	barCells    = 20                     // cells of a bar, at most
+	minCells    = 6                      // and at least, however narrow the terminal
 	// minRateSpan: no rate (nor ETA) is shown before the work has run this
 	// long; a rate over less is noise.
 	minRateSpan = time.Second
@@ -70,7 +71,7 @@ type Task struct {
 	// Total is the size of the work in Unit (Unknown, or any negative
 	// value: not known). A task with Total 0 and no Duration writes nothing.
 	Total int64
-	// Unit follows the counts and the rate ("events": "1,200 events/s").
+	// Unit follows the counts: "events" gives "1,200/5,000 events".
 	Unit string
 	// Duration makes a timed task: done is the time since Start, out of
 	// Duration, shown as times; Total and Unit are ignored and no rate is
@@ -305,84 +306,111 @@ func (r *Reporter) figures(now time.Time) figures {
 
 // plain is one plain line, for example
 //
-//	prove: run 1: bronze 6,120/18,000 events (34%), 2,040 events/s, 0:03 elapsed, ETA 0:06; note
-//	prove: run 1: bronze 18,000/18,000 events (100%) in 0:09, 2,000 events/s; note
+//	prove: run 1: bronze 6,120/18,000 events (34%), 2,040/s, 0:03 elapsed, ETA 0:06; note
+//	prove: run 1: bronze 18,000/18,000 events (100%) in 0:09, 2,000/s; note
 func (r *Reporter) plain(now time.Time, final bool) string {
 	f := r.figures(now)
-	var b strings.Builder
-	b.WriteString(r.t.Label)
-	if r.t.Duration > 0 {
-		fmt.Fprintf(&b, " %s of %s (%d%%)", clock(min(f.elapsed, r.t.Duration)), clock(r.t.Duration), f.pct)
-		if !final {
-			fmt.Fprintf(&b, ", ETA %s", clock(f.eta))
-		}
-	} else {
-		b.WriteString(" " + r.counts())
+	head := ""
+	switch {
+	case r.t.Duration > 0:
+		head = fmt.Sprintf("%s of %s (%d%%)", clock(min(f.elapsed, r.t.Duration)), clock(r.t.Duration), f.pct)
+	case r.hasCounts():
+		head = r.counts()
 		if f.pct >= 0 {
-			fmt.Fprintf(&b, " (%d%%)", f.pct)
-		}
-		if final {
-			fmt.Fprintf(&b, " in %s", clock(f.elapsed))
-		}
-		if f.rate > 0 {
-			fmt.Fprintf(&b, ", %s", r.rate(f.rate))
-		}
-		if !final {
-			fmt.Fprintf(&b, ", %s elapsed", clock(f.elapsed))
-			if f.hasETA {
-				fmt.Fprintf(&b, ", ETA %s", clock(f.eta))
-			}
+			head += fmt.Sprintf(" (%d%%)", f.pct)
 		}
 	}
+	if final && r.t.Duration <= 0 {
+		head = strings.TrimSpace(head + " in " + clock(f.elapsed))
+	}
+	var parts []string
+	if head != "" {
+		parts = append(parts, head)
+	}
+	if f.rate > 0 {
+		parts = append(parts, r.rate(f.rate))
+	}
+	if !final && r.t.Duration <= 0 {
+		parts = append(parts, clock(f.elapsed)+" elapsed")
+	}
+	if !final && f.hasETA {
+		parts = append(parts, "ETA "+clock(f.eta))
+	}
+	line := r.t.Label + " " + strings.Join(parts, ", ")
 	if r.note != "" {
-		b.WriteString("; " + r.note)
+		line += "; " + r.note
 	}
-	return b.String()
+	return line
 }
 
 // bar is the terminal line, for example
 //
-//	prove: run 1: bronze [======>             ]  34% 6,120/18,000 events  2,040 events/s  0:03  ETA 0:06  note
-//	prove: run 4: drain | 20,400 events  1,200 events/s  0:12  note
+//	prove: run 1: bronze [======>             ]  34% 6,120/18,000 events  2,040/s  0:03  ETA 0:06  note
+//	prove: run 4: drain |  0:12  note
+//
+// On a narrow terminal the note is cut first, then the bar narrows (to
+// minCells), then the rate and the elapsed time are left out.
 func (r *Reporter) bar(now time.Time, final bool) string {
 	f := r.figures(now)
-	var b strings.Builder
-	b.WriteString(r.t.Label + " ")
+	var count, rate, elapsed, eta string
 	switch {
-	case f.pct >= 0:
-		filled := f.pct * barCells / 100
-		cells := strings.Repeat("=", filled)
-		if filled < barCells {
-			cells += ">" + strings.Repeat(" ", barCells-filled-1)
-		}
-		fmt.Fprintf(&b, "[%s] %3d%% ", cells, f.pct)
-	case !final:
-		b.WriteString(string(`|/-\`[r.spin%4]) + " ")
+	case r.t.Duration > 0:
+		count = fmt.Sprintf("%s/%s", clock(min(f.elapsed, r.t.Duration)), clock(r.t.Duration))
+	case r.hasCounts():
+		count = r.counts()
 	}
-	if r.t.Duration > 0 {
-		fmt.Fprintf(&b, "%s/%s", clock(min(f.elapsed, r.t.Duration)), clock(r.t.Duration))
-		if !final {
-			fmt.Fprintf(&b, "  ETA %s", clock(f.eta))
-		}
-	} else {
-		b.WriteString(r.counts())
-		if f.rate > 0 {
-			b.WriteString("  " + r.rate(f.rate))
-		}
-		if final {
-			fmt.Fprintf(&b, "  in %s", clock(f.elapsed))
-		} else {
-			fmt.Fprintf(&b, "  %s", clock(f.elapsed))
-			if f.hasETA {
-				fmt.Fprintf(&b, "  ETA %s", clock(f.eta))
+	if f.rate > 0 {
+		rate = r.rate(f.rate)
+	}
+	switch {
+	case final && r.t.Duration <= 0:
+		elapsed = "in " + clock(f.elapsed)
+	case !final && r.t.Duration <= 0:
+		elapsed = clock(f.elapsed)
+	}
+	if !final && f.hasETA {
+		eta = "ETA " + clock(f.eta)
+	}
+	join := func(fields ...string) string {
+		var parts []string
+		for _, p := range fields {
+			if p != "" {
+				parts = append(parts, p)
 			}
 		}
+		return strings.Join(parts, "  ")
 	}
+	room := r.d.Width - 1 - utf8.RuneCountInString(r.t.Label) - len(" [] 100% ") - minCells
+	figs := join(count, rate, elapsed, eta)
+	for _, drop := range []*string{&rate, &elapsed} {
+		if utf8.RuneCountInString(figs) <= room {
+			break
+		}
+		*drop = ""
+		figs = join(count, rate, elapsed, eta)
+	}
+	head := ""
+	switch {
+	case f.pct >= 0:
+		cells := max(minCells, min(barCells, minCells+room-utf8.RuneCountInString(figs)))
+		filled := f.pct * cells / 100
+		bar := strings.Repeat("=", filled)
+		if filled < cells {
+			bar += ">" + strings.Repeat(" ", cells-filled-1)
+		}
+		head = fmt.Sprintf("[%s] %3d%% ", bar, f.pct)
+	case !final:
+		head = string(`|/-\`[r.spin%4]) + "  "
+	}
+	line := r.t.Label + " " + head + figs
 	if r.note != "" {
-		b.WriteString("  " + r.note)
+		line += "  " + r.note
 	}
-	return b.String()
+	return line
 }
+
+// hasCounts: there is a count to show (a known total, or something done).
+func (r *Reporter) hasCounts() bool { return r.t.Total > 0 || r.based }
 
 // counts is "done/total unit" or, for an Unknown total, "done unit".
 func (r *Reporter) counts() string {
@@ -396,15 +424,12 @@ func (r *Reporter) counts() string {
 	return s
 }
 
+// rate is "2,040/s" (the unit is beside the count already).
 func (r *Reporter) rate(perSec float64) string {
-	n := humanize.Count(int64(perSec + 0.5))
 	if perSec < 10 {
-		n = fmt.Sprintf("%.1f", perSec)
+		return fmt.Sprintf("%.1f/s", perSec)
 	}
-	if r.t.Unit == "" {
-		return n + "/s"
-	}
-	return n + " " + r.t.Unit + "/s"
+	return humanize.Count(int64(perSec+0.5)) + "/s"
 }
 
 // clock formats d as m:ss, or h:mm:ss from an hour.

@@ -66,10 +66,10 @@ func TestPlainLinesRateLimited(t *testing.T) {
 	}
 	r.Finish()
 	want := []string{
-		"load 100/350 rows (28%), 10 rows/s, 0:10 elapsed, ETA 0:25\n",
-		"load 200/350 rows (57%), 10 rows/s, 0:20 elapsed, ETA 0:15\n",
-		"load 300/350 rows (85%), 10 rows/s, 0:30 elapsed, ETA 0:05\n",
-		"load 350/350 rows (100%) in 0:35, 10 rows/s\n",
+		"load 100/350 rows (28%), 10/s, 0:10 elapsed, ETA 0:25\n",
+		"load 200/350 rows (57%), 10/s, 0:20 elapsed, ETA 0:15\n",
+		"load 300/350 rows (85%), 10/s, 0:30 elapsed, ETA 0:05\n",
+		"load 350/350 rows (100%) in 0:35, 10/s\n",
 	}
 	if got := w.all; strings.Join(got, "") != strings.Join(want, "") || len(got) != len(want) {
 		t.Fatalf("got %d writes %q, want %q", len(got), got, want)
@@ -104,8 +104,8 @@ func TestFinalLineAlwaysPrinted(t *testing.T) {
 		terminal bool
 		want     string // the last line, after the last '\r', without padding
 	}{
-		{false, "copy 3/3 files (100%) in 0:02, 1.5 files/s; all there"},
-		{true, "copy [====================] 100% 3/3 files  1.5 files/s  in 0:02  all there"},
+		{false, "copy 3/3 files (100%) in 0:02, 1.5/s; all there"},
+		{true, "copy [====================] 100% 3/3 files  1.5/s  in 0:02  all there"},
 	} {
 		d, w, c := fake(tc.terminal)
 		r := d.Start(Task{Label: "copy", Total: 3, Unit: "files"})
@@ -143,7 +143,7 @@ func TestTerminalBar(t *testing.T) {
 		t.Errorf("%d redraws in 1 s of updates every 10 ms, want at most 12: %q", len(draws), draws)
 	}
 	last := draws[len(draws)-1]
-	if want := "bronze [====================] 100% 1,000/1,000 events  1,000 events/s  in 0:01"; strings.TrimRight(last, " ") != want {
+	if want := "bronze [====================] 100% 1,000/1,000 events  1,000/s  in 0:01"; strings.TrimRight(last, " ") != want {
 		t.Errorf("final bar %q, want %q", last, want)
 	}
 	if prev := draws[len(draws)-2]; len(last) < len(prev) {
@@ -151,17 +151,33 @@ func TestTerminalBar(t *testing.T) {
 	}
 }
 
-// TestTerminalWidth: a bar line never reaches the last column.
+// TestTerminalWidth: a bar line never reaches the last column; the note is
+// cut first, then the bar narrows, then the rate and elapsed time go.
 func TestTerminalWidth(t *testing.T) {
-	d, w, _ := fake(true)
-	d.Width = 40
-	r := d.Start(Task{Label: "prove: run 1: bronze", Total: 100, Unit: "events"})
-	r.SetNote(strings.Repeat("lag ", 30))
-	r.Set(50)
-	r.Finish()
-	for _, line := range strings.Split(strings.TrimSuffix(w.String(), "\n"), "\r")[1:] {
-		if len(line) > 39 {
-			t.Errorf("bar line of %d columns on a 40-column terminal: %q", len(line), line)
+	for _, tc := range []struct {
+		width int
+		want  string
+	}{
+		{120, "prove: run 1: bronze [=========>          ]  49% 6,120/12,438 events  2,040/s  0:03  ETA 0:03  lag lag lag lag lag lag "},
+		{80, "prove: run 1: bronze [==>   ]  49% 6,120/12,438 events  2,040/s  0:03  ETA 0:03"},
+		{66, "prove: run 1: bronze [===>   ]  49% 6,120/12,438 events  ETA 0:03"},
+	} {
+		d, w, c := fake(true)
+		d.Width = tc.width
+		r := d.Start(Task{Label: "prove: run 1: bronze", Total: 12_438, Unit: "events"})
+		r.SetNote(strings.Repeat("lag ", 30))
+		r.Set(0)
+		c.advance(3 * time.Second)
+		r.Set(6_120)
+		out := w.String()
+		if last := out[strings.LastIndex(out, "\r")+1:]; last != tc.want {
+			t.Errorf("%d columns: got %q, want %q", tc.width, last, tc.want)
+		}
+		r.Finish()
+		for _, line := range strings.Split(strings.TrimSuffix(w.String(), "\n"), "\r")[1:] {
+			if len(line) >= tc.width {
+				t.Errorf("bar line of %d columns on a %d-column terminal: %q", len(line), tc.width, line)
+			}
 		}
 	}
 }
@@ -183,6 +199,35 @@ func TestUnknownTotal(t *testing.T) {
 		}
 		if terminal && !strings.ContainsAny(out, `|/-\`) {
 			t.Errorf("terminal: no spinner in %q", out)
+		}
+	}
+}
+
+// TestUnknownWithoutCounts: a wait that only has a note to show (a drain:
+// the lags) shows the elapsed time and the note, no count.
+func TestUnknownWithoutCounts(t *testing.T) {
+	for _, tc := range []struct {
+		terminal bool
+		want     string
+	}{
+		{false, "drain 0:10 elapsed; silver lag 500\ndrain in 0:12; silver lag 0\n"},
+		{true, "\rdrain /  0:01  silver lag 500\rdrain -  0:02  silver lag 500"},
+	} {
+		d, w, c := fake(tc.terminal)
+		r := d.Start(Task{Label: "drain", Total: Unknown})
+		r.SetNote("silver lag 500")
+		for range 12 {
+			c.advance(time.Second)
+			r.tick()
+		}
+		r.SetNote("silver lag 0")
+		r.Finish()
+		got := w.String()
+		if !tc.terminal && got != tc.want {
+			t.Errorf("plain: got %q, want %q", got, tc.want)
+		}
+		if tc.terminal && (!strings.HasPrefix(got, tc.want) || !strings.HasSuffix(got, "\rdrain in 0:12  silver lag 0  \n")) {
+			t.Errorf("terminal: got %q, want it to start %q and end with the final line", got, tc.want)
 		}
 	}
 }
@@ -263,7 +308,7 @@ func TestRateFromBaseline(t *testing.T) {
 	c.advance(4 * time.Second)
 	r.Set(14_000)
 	r.Finish()
-	want := "bronze 14,000/20,000 events (70%) in 0:09, 1,000 events/s\n"
+	want := "bronze 14,000/20,000 events (70%) in 0:09, 1,000/s\n"
 	if got := w.String(); got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
