@@ -16,6 +16,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
 
@@ -401,7 +402,7 @@ func verifyDir(ctx context.Context, dir string, exp Expect) (Report, error) {
 		return Report{}, err
 	}
 	defer lake.Close()
-	return Run(ctx, db, lake, exp)
+	return Run(ctx, db, lake, exp, progress.Display{})
 }
 
 func bronzeRows(ctx context.Context, dir string) (int64, error) {
