@@ -18,6 +18,7 @@ import (
 
 	"lakehouse/ingest"
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
 
@@ -296,7 +297,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		return fail(err)
 	}
 	res.Expect = Expect{Messages: res.Replay.OnTime, Silver: res.Replay.OnTimeEditNew, DLQ: res.Replay.Violations}
-	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect)
+	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect, progress.Display{W: out})
 	res.Verified = err == nil || errors.Is(err, ErrFailed)
 	if err != nil && !res.Verified {
 		return fail(fmt.Errorf("verify: %w", err))
