@@ -159,6 +159,7 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show
 	if err := r.silver(ctx, lake, exp.LateIDs, bar); err != nil {
 		return r, err
 	}
+	bar.SetNote("bronze and silver")
 	bar.Finish()
 	if r.Counts.BronzeCommits, err = bronzeCommits(ctx, lake); err != nil {
 		return r, err
