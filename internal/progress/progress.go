@@ -31,8 +31,8 @@ const (
 )
 
 // Unknown is the Total of a task whose size is not known in advance (a
-// drain that waits for "nothing left"): it shows a spinner and counts,
-// never a percentage or an ETA.
+// drain that waits for "nothing left"): it shows a spinner, the count once
+// one is Set or Added, never a percentage or an ETA.
 const Unknown = -1
 
 const (
