@@ -211,8 +211,8 @@ func (r *Reporter) SetNote(note string) {
 
 // Finish writes the last line, ends the bar's line, stops the timer and
 // makes later calls do nothing. It writes nothing for a zero-length task
-// (an Unknown task with nothing done and nothing written yet is one too)
-// or one that finished within its Delay.
+// (an Unknown task that was never Set, Added or given a note, and wrote
+// nothing, is one too) or one that finished within its Delay.
 func (r *Reporter) Finish() {
 	if r == nil {
 		return
@@ -224,7 +224,7 @@ func (r *Reporter) Finish() {
 	}
 	r.finished = true
 	now := r.d.now()
-	empty := r.t.Duration <= 0 && r.count == 0 && !r.drawn && r.t.Total < 0
+	empty := r.t.Duration <= 0 && r.t.Total < 0 && !r.based && r.note == "" && !r.drawn
 	if !r.off && !empty && now.Sub(r.start) >= r.t.Delay {
 		if r.d.Terminal {
 			r.drawBar(now, true)

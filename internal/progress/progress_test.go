@@ -209,9 +209,10 @@ func TestUnknownWithoutCounts(t *testing.T) {
 	for _, tc := range []struct {
 		terminal bool
 		want     string
+		quick    string // a drain quicker than Every still has its last line
 	}{
-		{false, "drain 0:10 elapsed; silver lag 500\ndrain in 0:12; silver lag 0\n"},
-		{true, "\rdrain /  0:01  silver lag 500\rdrain -  0:02  silver lag 500"},
+		{false, "drain 0:10 elapsed; silver lag 500\ndrain in 0:12; silver lag 0\n", "drain in 0:00; silver lag 0\n"},
+		{true, "\rdrain /  0:01  silver lag 500\rdrain -  0:02  silver lag 500", "\rdrain in 0:00  silver lag 0\n"},
 	} {
 		d, w, c := fake(tc.terminal)
 		r := d.Start(Task{Label: "drain", Total: Unknown})
@@ -223,6 +224,14 @@ func TestUnknownWithoutCounts(t *testing.T) {
 		r.SetNote("silver lag 0")
 		r.Finish()
 		got := w.String()
+		d, quick, c := fake(tc.terminal)
+		r = d.Start(Task{Label: "drain", Total: Unknown})
+		c.advance(100 * time.Millisecond)
+		r.SetNote("silver lag 0")
+		r.Finish()
+		if quick.String() != tc.quick {
+			t.Errorf("terminal %v: a quick drain wrote %q, want %q", tc.terminal, quick.String(), tc.quick)
+		}
 		if !tc.terminal && got != tc.want {
 			t.Errorf("plain: got %q, want %q", got, tc.want)
 		}
