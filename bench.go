@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"lakehouse/internal/humanize"
 	"log/slog"
 	"math"
 	"os"
@@ -22,6 +21,8 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/internal/humanize"
+	"lakehouse/internal/progress"
 	"lakehouse/stream"
 	"lakehouse/stream/lakeio"
 	"lakehouse/table"
@@ -100,8 +101,9 @@ var benchRecording = func() ingest.Recording { return ingest.Generate(42, 2000) 
 
 // runPhase runs the appliance on a fresh data directory while a replay
 // server publishes at the phase's rate, waits until silver holds every
-// event, and measures.
-func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Writer) (res phaseResult) {
+// event, and measures. show draws the wait (silver's rows out of the
+// expected, the events sent) and receives the phase's result line.
+func runPhase(ctx context.Context, ph benchPhase, base string, show progress.Display) (res phaseResult) {
 	res.Phase = ph
 	dir, err := os.MkdirTemp(base, "phase-")
 	if err != nil {
@@ -155,10 +157,20 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 	// makes no progress for stallTimeout (or after the hard cap).
 	hardCap := time.Now().Add(10*ph.Duration + 5*time.Minute)
 	lastProgress, lastMark := time.Now(), ""
+	bar := show.Start(progress.Task{Label: fmt.Sprintf("bench: %s ev/s, %s:", humanize.Count(int64(ph.Rate)), ph.Trigger), Total: res.Expected, Unit: "in silver"})
+	defer bar.Finish()
+	var lastShown time.Time
 	for {
 		time.Sleep(100 * time.Millisecond)
 		now := time.Now()
 		c := replay.Counts()
+		if now.Sub(lastShown) >= time.Second { // silver's row count from its metadata, once a second
+			if st, err := p.lake.Stats(ctx, table.SilverEdits); err == nil {
+				bar.Set(st.Records)
+			}
+			bar.SetNote("sent " + humanize.Count(c.Sent) + "/" + humanize.Count(counts.Events))
+			lastShown = now
+		}
 		if c.Sent > 0 && firstSend.IsZero() {
 			firstSend = now
 		}
@@ -195,6 +207,11 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 	stop()
 	<-errc
 	res.CPUSeconds = cpuTime() - cpu0
+	if st, err := p.lake.Stats(ctx, table.SilverEdits); err == nil {
+		bar.Set(st.Records)
+	}
+	bar.SetNote("sent " + humanize.Count(replay.Counts().Sent) + "/" + humanize.Count(counts.Events))
+	bar.Finish()
 	res.PeakRSSMiB = procStatusMiB("VmHWM:")
 	close(anonStop)
 	res.PeakAnonMiB = <-anonDone
@@ -222,7 +239,7 @@ func runPhase(ctx context.Context, ph benchPhase, base string, progress io.Write
 	bound := 3*ph.Trigger.Seconds() + 5
 	res.KeptUp = res.Error == "" && res.FoundSilver == res.Expected && res.DistinctSilver == res.Expected &&
 		res.AchievedRate >= 0.95*ph.Rate && res.FreshP99 < bound && res.CatchUpSeconds < bound
-	fmt.Fprintf(progress, "bench: %-28s sent %s at %s ev/s, silver %s/%s, freshness p50 %.2fs p95 %.2fs p99 %.2fs, cpu %.1fs, peak RSS %.0f MiB (anon %.0f MiB)\n",
+	fmt.Fprintf(show.W, "bench: %-28s sent %s at %s ev/s, silver %s/%s, freshness p50 %.2fs p95 %.2fs p99 %.2fs, cpu %.1fs, peak RSS %.0f MiB (anon %.0f MiB)\n",
 		ph.name(), humanize.Count(res.Published), humanize.Count(int64(res.AchievedRate)), humanize.Count(res.FoundSilver), humanize.Count(res.Expected),
 		res.FreshP50, res.FreshP95, res.FreshP99, res.CPUSeconds, res.PeakRSSMiB, res.PeakAnonMiB)
 	return res

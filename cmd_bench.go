@@ -136,12 +136,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		benchHeapDir = *profile
 	}
 	rep := benchReport{When: time.Now().UTC(), Machine: machine(), Command: "go run . bench " + strings.Join(args, " ")}
+	show := display(stdout)
 	for _, trig := range triggers {
 		for _, rate := range rates {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			rep.Phases = append(rep.Phases, runPhase(ctx, benchPhase{Rate: rate, Trigger: trig, Duration: *phaseDur}, base, stdout))
+			rep.Phases = append(rep.Phases, runPhase(ctx, benchPhase{Rate: rate, Trigger: trig, Duration: *phaseDur}, base, show))
 		}
 	}
 	if *producerN > 0 {
@@ -164,7 +165,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *searchStep > 0 && rep.MaxSustainedRate > 0 {
 		top := slices.Max(rates)
 		for rate := rep.MaxSustainedRate + *searchStep; rate < top && ctx.Err() == nil; rate += *searchStep {
-			p := runPhase(ctx, benchPhase{Rate: rate, Trigger: triggers[0], Duration: 30 * time.Second}, base, stdout)
+			p := runPhase(ctx, benchPhase{Rate: rate, Trigger: triggers[0], Duration: 30 * time.Second}, base, show)
 			rep.Search = append(rep.Search, p)
 			if !p.KeptUp {
 				break

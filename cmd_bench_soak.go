@@ -31,6 +31,7 @@ func runSoak(ctx context.Context, cfg verify.SoakConfig, opt soakOptions, stdout
 	cfg.DataDir = filepath.Join(base, "data")
 	cfg.LogPath = filepath.Join(base, "appliance.log")
 	cfg.Out = stdout
+	cfg.Progress = display(stdout)
 	res, err := verify.Soak(ctx, cfg)
 	if len(res.Samples) > 0 {
 		rep := verify.SoakReport{When: time.Now().UTC(), Command: opt.command, Machine: machine(), SoakResult: res}

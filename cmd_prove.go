@@ -58,6 +58,7 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exec.Command(exe, append([]string{"run"}, args...)...)
 	}
 	cfg.Out = stdout
+	cfg.Progress = display(stdout)
 	res, err := verify.Prove(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stdout, "prove: %v (seed %d; logs in %s)\n", err, res.Seed, cfg.DataDir)

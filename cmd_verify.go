@@ -48,7 +48,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer lake.Close()
-	r, err := verify.Run(ctx, db, lake, exp)
+	r, err := verify.Run(ctx, db, lake, exp, display(stderr)) // stderr: --counts-only keeps stdout one JSON line
 	if err != nil && !errors.Is(err, verify.ErrFailed) {
 		return err
 	}

@@ -135,6 +135,37 @@ func (l *Lake) Scan(ctx context.Context, ident string) ([]arrow.RecordBatch, err
 	return recs, nil
 }
 
+// ScanEach calls fn with each batch of ident's live rows, and releases the
+// batch when fn returns: fn copies whatever it keeps (a string Value of an
+// Arrow column points into the batch's buffers). Unlike Scan it never holds
+// the whole table, only the batches the reader has in flight. It stops at
+// fn's first error and returns it as is; a table with no snapshot calls fn
+// never.
+func (l *Lake) ScanEach(ctx context.Context, ident string, fn func(arrow.RecordBatch) error) error {
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return err
+	}
+	if tbl.CurrentSnapshot() == nil {
+		return nil
+	}
+	_, it, err := tbl.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		return fmt.Errorf("scan %s: %w", ident, err)
+	}
+	for rec, err := range it {
+		if err != nil {
+			return fmt.Errorf("scan %s: read data files: %w", ident, err)
+		}
+		ferr := fn(rec)
+		rec.Release()
+		if ferr != nil {
+			return ferr
+		}
+	}
+	return nil
+}
+
 // Files lists the live data files of a table for an external reader.
 type Files struct {
 	Paths     []string // local paths or s3:// URIs

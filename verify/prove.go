@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"lakehouse/internal/humanize"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/internal/humanize"
+	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
 
@@ -74,8 +75,13 @@ type ProveConfig struct {
 	// Launch returns the command that runs the appliance (`lakehouse run`)
 	// with args; Prove sets its output and starts it.
 	Launch func(args []string) *exec.Cmd
-	// Out receives the progress display (nil: discarded).
+	// Out receives a line per phase of the run and the summary (nil:
+	// discarded).
 	Out io.Writer
+	// Progress shows the waiting: the backlog landing in bronze before each
+	// kill, the final drain, the verifier's reading. The zero Display shows
+	// plain lines on Out.
+	Progress progress.Display
 }
 
 func (c *ProveConfig) fill() {
@@ -113,6 +119,9 @@ func (c *ProveConfig) fill() {
 	}
 	if c.Out == nil {
 		c.Out = io.Discard
+	}
+	if c.Progress.W == nil {
+		c.Progress = progress.Display{W: c.Out}
 	}
 }
 
@@ -234,7 +243,10 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 			res.Hook = hook
 		} else {
 			fmt.Fprintf(out, "prove: run %d: kill when about %s of %s events are in bronze\n", k+1, humanize.Count(target), humanize.Count(res.Backlog))
-			if err := killAt(ctx, c, target, cfg.DrainTimeout); err != nil {
+			bar := cfg.Progress.Start(progress.Task{Label: fmt.Sprintf("prove: run %d: bronze", k+1), Total: target, Unit: "events"})
+			err := killAt(ctx, c, target, cfg.DrainTimeout, bar)
+			bar.Finish()
+			if err != nil {
 				return res, err
 			}
 		}
@@ -279,14 +291,17 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		LateIDs:  lateIDs,
 	}
 	fmt.Fprintf(out, "prove: run %d: published %d late events; waiting for the pipeline to drain\n", cfg.Kills+1, cfg.Late)
-	if err := waitDrained(ctx, c, res.Expect.Messages, cfg.DrainTimeout, out); err != nil {
+	bar := cfg.Progress.Start(progress.Task{Label: fmt.Sprintf("prove: run %d: drain", cfg.Kills+1), Total: progress.Unknown})
+	err = waitDrained(ctx, c, res.Expect.Messages, cfg.DrainTimeout, bar)
+	bar.Finish()
+	if err != nil {
 		c.kill()
 		return res, err
 	}
 	if err := c.stop(time.Minute); err != nil {
 		return res, err
 	}
-	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect)
+	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect, cfg.Progress)
 	if err == nil && cfg.CheckpointLoss {
 		// The lost checkpoint must not pass silently: the restarted
 		// appliance reports the query-id change of bronze.
@@ -313,8 +328,8 @@ func launch(ctx context.Context, cfg ProveConfig, args, env []string, run int) (
 }
 
 // killAt polls the child until bronze has committed about target events,
-// then SIGKILLs it.
-func killAt(ctx context.Context, c *child, target int64, timeout time.Duration) error {
+// then SIGKILLs it. bar shows the events committed.
+func killAt(ctx context.Context, c *child, target int64, timeout time.Duration, bar *progress.Reporter) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if done, err := c.exited(); done {
@@ -323,6 +338,9 @@ func killAt(ctx context.Context, c *child, target int64, timeout time.Duration) 
 		st, err := fetchStatus(ctx, c.base, "bronze") // polled often: bronze's lag only
 		if err == nil {
 			q, ok := st.Queries["bronze"]
+			if ok && q.Batch >= 0 {
+				bar.Set(st.Topics[DefaultTopic] - q.Lag)
+			}
 			if target == 0 || ok && q.Batch >= 0 && st.Topics[DefaultTopic]-q.Lag >= target {
 				c.kill()
 				return nil
@@ -354,23 +372,19 @@ func waitExit(ctx context.Context, c *child, timeout time.Duration) error {
 }
 
 // waitDrained polls until the broker holds want messages and every
-// streaming query has no lag, twice in a row.
-func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duration, out io.Writer) error {
+// streaming query has no lag, twice in a row. bar shows every query's lag
+// and the broker's count.
+func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duration, bar *progress.Reporter) error {
 	deadline := time.Now().Add(timeout)
 	stable := 0
-	last := time.Time{}
 	for time.Now().Before(deadline) {
 		if done, err := c.exited(); done {
 			return fmt.Errorf("appliance exited while draining (%v); see %s", err, c.log.Name())
 		}
 		st, err := fetchStatus(ctx, c.base)
 		if err == nil {
-			drained := st.Drained(DefaultTopic, want)
-			if time.Since(last) > 5*time.Second {
-				fmt.Fprintf(out, "prove: broker %s of %s; %s\n", humanize.Count(st.Topics[DefaultTopic]), humanize.Count(want), st.Lags())
-				last = time.Now()
-			}
-			if drained {
+			bar.SetNote(drainNote(st, want))
+			if st.Drained(DefaultTopic, want) {
 				stable++
 				if stable >= 2 {
 					return nil
@@ -388,9 +402,9 @@ func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duratio
 	return fmt.Errorf("pipeline did not drain within %s; see %s", timeout, c.log.Name())
 }
 
-// VerifyDir opens the broker and the lake of a stopped appliance read-only
-// and runs the verifier.
-func verifyDir(ctx context.Context, dir string, exp Expect) (Report, error) {
+// verifyDir opens the broker and the lake of a stopped appliance read-only
+// and runs the verifier, showing its reading on show.
+func verifyDir(ctx context.Context, dir string, exp Expect, show progress.Display) (Report, error) {
 	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
 	if err != nil {
 		return Report{}, err
@@ -401,7 +415,7 @@ func verifyDir(ctx context.Context, dir string, exp Expect) (Report, error) {
 		return Report{}, err
 	}
 	defer lake.Close()
-	return Run(ctx, db, lake, exp)
+	return Run(ctx, db, lake, exp, show)
 }
 
 func bronzeRows(ctx context.Context, dir string) (int64, error) {

@@ -18,6 +18,7 @@ import (
 
 	"lakehouse/ingest"
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
 
@@ -76,6 +77,12 @@ type SoakConfig struct {
 	Launch func(args []string) *exec.Cmd `json:"-"`
 	// Out receives one progress line per sample (nil: discarded).
 	Out io.Writer `json:"-"`
+	// Progress, when it is a terminal, shows the soak as a bar (time out
+	// of Duration with the last sample beside it, then the drain with the
+	// lags) instead of the lines per sample on Out; it also shows the
+	// verifier's reading.
+	// The zero Display is plain lines on Out.
+	Progress progress.Display `json:"-"`
 }
 
 func (c *SoakConfig) fill() {
@@ -111,6 +118,9 @@ func (c *SoakConfig) fill() {
 	}
 	if c.Out == nil {
 		c.Out = io.Discard
+	}
+	if c.Progress.W == nil {
+		c.Progress = progress.Display{W: c.Out}
 	}
 }
 
@@ -296,7 +306,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		return fail(err)
 	}
 	res.Expect = Expect{Messages: res.Replay.OnTime, Silver: res.Replay.OnTimeEditNew, DLQ: res.Replay.Violations}
-	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect)
+	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect, cfg.Progress)
 	res.Verified = err == nil || errors.Is(err, ErrFailed)
 	if err != nil && !res.Verified {
 		return fail(fmt.Errorf("verify: %w", err))
@@ -321,6 +331,7 @@ type sampler struct {
 
 	start    time.Time
 	selfCPU0 float64
+	bar      *progress.Reporter // on a terminal: the feed's, then the drain's (nil: a line per sample)
 	prev     procReading
 	prevAt   time.Time
 	prevSent int64
@@ -376,6 +387,10 @@ func (s *sampler) feed(ctx context.Context, f *ingest.Feed) float64 {
 func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult) error {
 	tick := time.NewTicker(s.cfg.Sample)
 	defer tick.Stop()
+	if s.cfg.Progress.Terminal {
+		s.bar = s.cfg.Progress.Start(progress.Task{Label: "soak", Duration: s.cfg.Duration})
+		defer func() { s.bar.Finish() }()
+	}
 	var poll <-chan time.Time // drain polling, once the feed is over
 	var drainStart time.Time
 	var counts ingest.ReplayCounts
@@ -399,10 +414,17 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 			p := time.NewTicker(500 * time.Millisecond)
 			defer p.Stop()
 			poll = p.C
+			s.bar.Finish()
 			fmt.Fprintf(s.cfg.Out, "soak: fed %s events (%s stream, %d violations, %d canaries) in %.0f s; waiting for the pipeline to drain\n",
 				humanize.Count(counts.Events), humanize.Count(counts.OnTime), counts.Violations, counts.Canaries, res.FeedSeconds)
+			if s.bar != nil {
+				s.bar = s.cfg.Progress.Start(progress.Task{Label: "soak: drain", Total: progress.Unknown})
+			}
 		case <-poll:
 			st, err := fetchStatus(ctx, s.c.base)
+			if err == nil {
+				s.bar.SetNote(drainNote(st, counts.OnTime))
+			}
 			if err == nil && st.Drained(DefaultTopic, counts.OnTime) && st.Topics[DefaultDLQTopic] >= counts.Violations &&
 				s.replay.Counts().Sent >= counts.Events {
 				stable++
@@ -511,7 +533,13 @@ func (s *sampler) take(ctx context.Context, feeding bool) {
 		smp.DataDirBytes = n
 	}
 	s.samples = append(s.samples, smp)
-	fmt.Fprintln(s.cfg.Out, progressLine(smp))
+	if s.bar != nil {
+		if feeding { // the drain's bar shows the lags instead
+			s.bar.SetNote(barNote(smp))
+		}
+	} else {
+		fmt.Fprintln(s.cfg.Out, progressLine(smp))
+	}
 }
 
 // freshness reads the intake_time of every row snapshot snap of silver
@@ -617,6 +645,21 @@ func progressLine(s SoakSample) string {
 	}
 	if len(s.Errors) > 0 {
 		fmt.Fprintf(&b, " [%d read errors: %s]", len(s.Errors), s.Errors[0])
+	}
+	return b.String()
+}
+
+// barNote is the last sample beside the bar, shorter than its line: the
+// terminal's width cuts it from the end.
+func barNote(s SoakSample) string {
+	mib := func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "sent %s (%.0f/s) RSS %s MiB heap %s MiB CPU %.0f%%", humanize.Count(s.Sent), s.Rate, mib(s.RSSBytes), mib(int64(s.Runtime.HeapInUseBytes)), s.CPUPercent)
+	if s.FreshRows > 0 {
+		fmt.Fprintf(&b, " fresh p95 %.2f s", s.FreshP95)
+	}
+	if len(s.Errors) > 0 {
+		fmt.Fprintf(&b, " [%d read errors]", len(s.Errors))
 	}
 	return b.String()
 }

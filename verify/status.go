@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"lakehouse/internal/humanize"
 )
 
 // Status is what a running appliance serves at GET /status: the broker's
@@ -104,4 +106,23 @@ func (s Status) Lags() string {
 		parts[i] = fmt.Sprintf("%s batch %d lag %d", n, s.Queries[n].Batch, s.Queries[n].Lag)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// drainNote is what a drain waits on, shortest first for a bar that a
+// terminal's width cuts: "bronze lag 0, silver lag 500; broker 20,500 of
+// 20,500; batches bronze 41, silver 39".
+func drainNote(s Status, want int64) string {
+	names := make([]string, 0, len(s.Queries))
+	for n := range s.Queries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	lags := make([]string, len(names))
+	batches := make([]string, len(names))
+	for i, n := range names {
+		lags[i] = fmt.Sprintf("%s lag %s", n, humanize.Count(s.Queries[n].Lag))
+		batches[i] = fmt.Sprintf("%s %d", n, s.Queries[n].Batch)
+	}
+	return fmt.Sprintf("%s; broker %s of %s; batches %s", strings.Join(lags, ", "),
+		humanize.Count(s.Topics[DefaultTopic]), humanize.Count(want), strings.Join(batches, ", "))
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"lakehouse/broker"
+	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
 
@@ -23,6 +25,9 @@ const (
 
 // maxListed bounds the gaps, duplicates and late ids a report lists.
 const maxListed = 20
+
+// progressDelay: a verify that reads the tables in less shows no progress.
+const progressDelay = 2 * time.Second
 
 // Expect holds the expectations; a negative count is not checked.
 type Expect struct {
@@ -124,7 +129,10 @@ var ErrFailed = errors.New("verify: checks failed")
 
 // Run reads the broker and the tables and checks them against exp. It
 // returns the report and, if any check failed, an error wrapping ErrFailed.
-func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect) (Report, error) {
+// While it reads bronze and silver it shows the rows read on show, out of
+// the tables' row counts in their metadata, once the reading has taken two
+// seconds (the zero Display: nowhere).
+func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show progress.Display) (Report, error) {
 	if exp.Topic == "" {
 		exp.Topic = DefaultTopic
 	}
@@ -143,12 +151,16 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect) (Rep
 	} else if !errors.Is(err, broker.ErrUnknownTopic) {
 		return r, fmt.Errorf("read dead-letter offsets: %w", err)
 	}
-	if err := r.bronze(ctx, lake, offs); err != nil {
+	bar := show.Start(progress.Task{Label: "verify: read", Total: rowsToRead(ctx, lake), Unit: "rows", Delay: progressDelay})
+	defer bar.Finish()
+	if err := r.bronze(ctx, lake, offs, bar); err != nil {
 		return r, err
 	}
-	if err := r.silver(ctx, lake, exp.LateIDs); err != nil {
+	if err := r.silver(ctx, lake, exp.LateIDs, bar); err != nil {
 		return r, err
 	}
+	bar.SetNote("bronze and silver")
+	bar.Finish()
 	if r.Counts.BronzeCommits, err = bronzeCommits(ctx, lake); err != nil {
 		return r, err
 	}
@@ -159,18 +171,31 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect) (Rep
 	return r, nil
 }
 
-func (r *Report) bronze(ctx context.Context, lake *table.Lake, offs []broker.PartitionOffsets) error {
-	recs, err := lake.Scan(ctx, table.Bronze)
-	if err != nil {
-		return fmt.Errorf("scan bronze: %w", err)
+// rowsToRead is the live rows of bronze and silver as their metadata
+// counts them (progress.Unknown when it does not say).
+func rowsToRead(ctx context.Context, lake *table.Lake) int64 {
+	var n int64
+	for _, ident := range []string{table.Bronze, table.SilverEdits} {
+		st, err := lake.Stats(ctx, ident)
+		if err != nil {
+			return progress.Unknown
+		}
+		n += st.Records
 	}
-	defer release(recs)
+	if n == 0 {
+		return progress.Unknown
+	}
+	return n
+}
+
+func (r *Report) bronze(ctx context.Context, lake *table.Lake, offs []broker.PartitionOffsets, bar *progress.Reporter) error {
+	bar.SetNote("bronze")
 	seen := make([]map[int64]int, len(offs))
 	for i := range seen {
 		seen[i] = map[int64]int{}
 	}
 	var other map[int32]int64
-	for _, rec := range recs {
+	err := lake.ScanEach(ctx, table.Bronze, func(rec arrow.RecordBatch) error {
 		pc, err := column[*array.Int32](rec, "broker_partition")
 		if err != nil {
 			return err
@@ -191,6 +216,11 @@ func (r *Report) bronze(ctx context.Context, lake *table.Lake, offs []broker.Par
 			}
 			seen[p][oc.Value(i)]++
 		}
+		bar.Add(rec.NumRows())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scan bronze: %w", err)
 	}
 	for p, o := range offs {
 		pcnt := PartitionCounts{Partition: p, BrokerStart: o.Start, BrokerEnd: o.End}
@@ -228,33 +258,38 @@ func (r *Report) bronze(ctx context.Context, lake *table.Lake, offs []broker.Par
 	return nil
 }
 
-func (r *Report) silver(ctx context.Context, lake *table.Lake, lateIDs []string) error {
-	recs, err := lake.Scan(ctx, table.SilverEdits)
-	if err != nil {
-		return fmt.Errorf("scan silver: %w", err)
-	}
-	defer release(recs)
+func (r *Report) silver(ctx context.Context, lake *table.Lake, lateIDs []string, bar *progress.Reporter) error {
+	bar.SetNote("silver")
 	late := make(map[string]bool, len(lateIDs))
 	for _, id := range lateIDs {
 		late[id] = true
 	}
 	ids := map[string]int{}
-	for _, rec := range recs {
+	err := lake.ScanEach(ctx, table.SilverEdits, func(rec arrow.RecordBatch) error {
 		ic, err := column[*array.String](rec, "event_id")
 		if err != nil {
 			return err
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
-			id := ic.Value(i)
+			id := ic.Value(i) // points into rec, released after this call
 			r.Counts.Silver++
-			ids[id]++
+			if n, ok := ids[id]; ok {
+				ids[id] = n + 1
+			} else {
+				ids[strings.Clone(id)] = 1
+			}
 			if late[id] {
 				r.Counts.LateInSilver++
 				if len(r.LateIDs) < maxListed {
-					r.LateIDs = append(r.LateIDs, id)
+					r.LateIDs = append(r.LateIDs, strings.Clone(id))
 				}
 			}
 		}
+		bar.Add(rec.NumRows())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scan silver: %w", err)
 	}
 	r.Counts.SilverDistinct = int64(len(ids))
 	for id, n := range ids {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"lakehouse/broker"
+	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
 
@@ -152,12 +153,16 @@ func TestVerifyPassesOnACorrectLake(t *testing.T) {
 	f.bronze(t, f.allOffsets(2)[7:])
 	f.silver(t, "a", "b")
 	f.silver(t, "c")
-	r, err := Run(context.Background(), f.db, f.lake, Expect{Messages: 20, Silver: 3, DLQ: 0, LateIDs: []string{"late-1"}})
+	var shown strings.Builder
+	r, err := Run(context.Background(), f.db, f.lake, Expect{Messages: 20, Silver: 3, DLQ: 0, LateIDs: []string{"late-1"}}, progress.Display{W: &shown})
 	if err != nil {
 		t.Fatalf("Run: %v\n%+v", err, r.Checks)
 	}
 	if r.Counts.Bronze != 20 || r.Counts.BronzeDistinct != 20 || r.Counts.Silver != 3 || r.Counts.BronzeCommits != 2 {
 		t.Fatalf("counts: got %s", r.CountsJSON())
+	}
+	if shown.Len() > 0 { // a verify of less than progressDelay shows no progress
+		t.Errorf("a quick verify showed progress: %q", shown.String())
 	}
 }
 
@@ -210,7 +215,7 @@ func TestVerifyFailsOnBrokenLakes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, 2, 10)
 			tc.build(t, f)
-			r, err := Run(context.Background(), f.db, f.lake, tc.exp)
+			r, err := Run(context.Background(), f.db, f.lake, tc.exp, progress.Display{})
 			if !errors.Is(err, ErrFailed) {
 				t.Fatalf("Run: got %v, want ErrFailed; checks %+v", err, r.Checks)
 			}
