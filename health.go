@@ -27,7 +27,7 @@ type healthState struct {
 type healthRules struct {
 	Every           time.Duration // how often readiness is evaluated
 	StallAfter      time.Duration // input waiting and no batch for this long: stalled
-	GrowingFor      time.Duration // lag above zero and rising across this long: falling behind
+	GrowingFor      time.Duration // the lag every batch leaves behind above zero and rising across this long: falling behind
 	LateWindow      time.Duration // the window the late share is taken over
 	LateFraction    float64       // this share of the window's input dropped as late...
 	LateMinRows     int64         // ...out of at least this many rows
@@ -46,18 +46,11 @@ type health struct {
 
 	mu           sync.Mutex
 	cur          healthState
-	lags         map[string][]lagSample
 	disconnected time.Time // since when ingest has had no connection (zero: connected)
 }
 
-type lagSample struct {
-	at  time.Time
-	lag int64
-}
-
 func newHealth(rules healthRules, log *slog.Logger) *health {
-	return &health{rules: rules, log: log, lags: map[string][]lagSample{},
-		cur: healthState{Reasons: []string{"starting: not evaluated yet"}}}
+	return &health{rules: rules, log: log, cur: healthState{Reasons: []string{"starting: not evaluated yet"}}}
 }
 
 func (h *health) state() healthState {
@@ -130,14 +123,9 @@ func (h *health) queryReasons(q queryObs, o observation, now time.Time) (reasons
 		reasons = append(reasons, fmt.Sprintf("%s stalled: %d waiting, no batch for %s", name, q.Lag, now.Sub(last).Round(time.Second)))
 		stalled = true
 	}
-	samples := append(h.lags[q.Name], lagSample{now, q.Lag})
-	for len(samples) > 1 && now.Sub(samples[1].at) >= h.rules.GrowingFor {
-		samples = samples[1:]
-	}
-	h.lags[q.Name] = samples
-	if first := samples[0]; now.Sub(first.at) >= h.rules.GrowingFor && q.Lag > first.lag && minLag(samples) > 0 {
-		reasons = append(reasons, fmt.Sprintf("%s falling behind: lag grew from %d to %d over %s", name, first.lag, q.Lag,
-			now.Sub(first.at).Round(time.Second)))
+	if first, last, ok := q.Totals.lagTrend(now, h.rules.GrowingFor); ok && last.lag > first.lag {
+		reasons = append(reasons, fmt.Sprintf("%s falling behind: the lag left after its batches grew from %d to %d over %s",
+			name, first.lag, last.lag, last.at.Sub(first.at).Round(time.Second)))
 	}
 	if _, cand, late := q.Totals.window(now, h.rules.LateWindow); cand >= h.rules.LateMinRows && float64(late) >= h.rules.LateFraction*float64(cand) {
 		reasons = append(reasons, fmt.Sprintf("%s drops %d of %d rows as late (below its watermark) in the last %s", name, late, cand, h.rules.LateWindow))
@@ -146,14 +134,6 @@ func (h *health) queryReasons(q queryObs, o observation, now time.Time) (reasons
 		reasons = append(reasons, fmt.Sprintf("%s: its checkpoint was lost or replaced at start (query id was %s, now %s)", name, q.PreviousQueryID, q.QueryID))
 	}
 	return reasons, stalled
-}
-
-func minLag(s []lagSample) int64 {
-	m := s[0].lag
-	for _, x := range s[1:] {
-		m = min(m, x.lag)
-	}
-	return m
 }
 
 func (h *health) logChanges(prev, next healthState) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -42,4 +44,57 @@ func TestReadyzTurnsRedWhenSilverDropsEverythingAsLate(t *testing.T) {
 		code, _ := a.get(t, "/readyz")
 		return code == http.StatusOK
 	})
+}
+
+// TestHealthRules checks each rule on made-up observations: a query whose
+// batches leave a growing lag is falling behind (not one that catches up in
+// between), a query with input waiting and no batch is stalled (and stops
+// the watchdog), a query-id change and a failed check are reasons.
+func TestHealthRules(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	batches := func(lags ...int64) queryTotals {
+		var q queryTotals
+		for i, l := range lags {
+			q.recent[q.recentN%recentBatches] = recent{at: t0.Add(time.Duration(i) * 10 * time.Second), lag: l, candidates: 10}
+			q.recentN++
+		}
+		q.LastAt = t0.Add(time.Duration(len(lags)-1) * 10 * time.Second)
+		return q
+	}
+	now := t0.Add(125 * time.Second)
+	obs := func(qs ...queryObs) observation {
+		return observation{At: now, Started: t0.Add(-time.Hour), Topics: []topicObs{{Name: "recentchange"}}, Queries: qs}
+	}
+	rules := defaultHealthRules
+	for _, tc := range []struct {
+		name        string
+		o           observation
+		want        string // a reason containing this ("" : ready)
+		progressing bool
+	}{
+		{"steady", obs(queryObs{Name: "bronze", Lag: 0, Totals: batches(0, 5, 0, 3, 0, 2, 0, 0, 1, 0, 0, 4, 0)}), "", true},
+		{"growing", obs(queryObs{Name: "silver", Lag: 900, Totals: batches(10, 50, 90, 160, 220, 300, 390, 450, 520, 610, 700, 800, 900)}), "query silver falling behind", true},
+		{"catching up", obs(queryObs{Name: "silver", Lag: 10, Totals: batches(900, 800, 700, 600, 500, 400, 300, 200, 100, 50, 30, 20, 10)}), "", true},
+		{"stalled", obs(queryObs{Name: "bronze", Lag: 50, Totals: batches(0)}), "query bronze stalled", false},
+		{"error", obs(queryObs{Name: "sessions", Error: "read state: corrupt"}), "query sessions: read state: corrupt", false},
+		{"id change", obs(queryObs{Name: "bronze", IDChanges: 1, PreviousQueryID: "a", QueryID: "b", Totals: batches(0)}), "checkpoint was lost", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHealth(rules, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if tc.name == "id change" {
+				tc.o.Started = now.Add(-time.Minute)
+			}
+			st := h.evaluate(tc.o)
+			if tc.want == "" {
+				if !st.Ready {
+					t.Errorf("got not ready: %v", st.Reasons)
+				}
+			} else if st.Ready || !strings.Contains(strings.Join(st.Reasons, "\n"), tc.want) {
+				t.Errorf("got ready %v, reasons %v; want a reason with %q", st.Ready, st.Reasons, tc.want)
+			}
+			if st.Progressing != tc.progressing {
+				t.Errorf("progressing: got %v, want %v", st.Progressing, tc.progressing)
+			}
+		})
+	}
 }

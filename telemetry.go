@@ -44,7 +44,7 @@ type queryTotals struct {
 }
 
 // recentBatches is how many of a query's newest batches health looks at.
-const recentBatches = 60
+const recentBatches = 300
 
 type recent struct {
 	at          time.Time
@@ -130,6 +130,31 @@ func (q *queryTotals) window(now time.Time, d time.Duration) (batches int, candi
 		}
 	}
 	return batches, candidates, late
+}
+
+// lagTrend returns the first and last of the query's batches that ended
+// within d of now, when the batches span at least d (less one trigger's
+// slack), there are three or more, and every one of them left a lag behind
+// (ok is false otherwise: the query caught up at least once).
+func (q *queryTotals) lagTrend(now time.Time, d time.Duration) (first, last recent, ok bool) {
+	n := 0
+	for i := 0; i < min(q.recentN, recentBatches); i++ {
+		r := q.recent[i]
+		if now.Sub(r.at) > d {
+			continue
+		}
+		if r.lag == 0 {
+			return first, last, false
+		}
+		if n == 0 || r.at.Before(first.at) {
+			first = r
+		}
+		if n == 0 || r.at.After(last.at) {
+			last = r
+		}
+		n++
+	}
+	return first, last, n >= 3 && last.at.Sub(first.at) >= d*3/4
 }
 
 // durations is a running count, sum and maximum of durations, plus the
