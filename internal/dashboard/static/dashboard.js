@@ -86,7 +86,7 @@
   // span does; anything else is returned as it is.
   function goDur(d) {
     if (typeof d !== 'string') return '—';
-    if (d === '0s') return '0 s (off)';
+    if (d === '0s') return '0 s';
     const re = /(\d+(?:\.\d+)?)(h|ms|m|s|µs|us|ns)/g;
     const scale = { h: 3600, m: 60, s: 1, ms: 1e-3, 'µs': 1e-6, us: 1e-6, ns: 1e-9 };
     let total = 0, used = '', m;
@@ -215,7 +215,7 @@
       mark('sessions', 'ok', 'a session is written ' + goDur(set.session_gap) + ' + ' + goDur(set.watermark) + ' after its last edit');
     }
     if (!o.refresh) mark('gold', 'ok', 'no marts refresh yet');
-    else mark('gold', 'ok', Object.keys(o.refresh.rows || {}).length + ' marts, refreshed every ' + goDur(set.refresh));
+    else mark('gold', 'ok', Object.keys(o.refresh.rows || {}).length + ' marts' + (set.refresh && set.refresh !== '0s' ? ', refreshed every ' + goDur(set.refresh) : ''));
     return st;
   }
 
@@ -511,7 +511,8 @@
     })), h('p', { class: 'muted', style: 'margin:6px 0 0;font-size:12px', text: 'Newest first, times UTC (' + entries.length + ' kept in memory).' }));
   }
 
-  // SETTINGS name the settings in words; durations are shown as such.
+  // SETTINGS name the settings in words; durations are shown as such, and
+  // the two that a zero turns off say so.
   const SETTINGS = [
     ['source', 'source of the events (SSE)'],
     ['data', 'data directory (broker, catalog, checkpoints)'],
@@ -520,16 +521,17 @@
     ['trigger', 'bronze batch every', true],
     ['watermark', 'silver watermark (older events are dropped as late)', true],
     ['session_gap', 'a session ends after a gap of', true],
-    ['refresh', 'gold marts refreshed every', true],
+    ['refresh', 'gold marts refreshed every', true, true],
     ['max_snapshots', 'snapshots a table may hold before expiry'],
-    ['retention', 'broker retention', true],
+    ['retention', 'broker retention', true, true],
     ['checkpoint_loss', 'on a lost checkpoint'],
   ];
 
   function renderSettings(o) {
     const set = o.settings || {};
     const known = new Set(SETTINGS.map(([k]) => k));
-    const items = SETTINGS.filter(([k]) => k in set).map(([k, label, isDur]) => [label, isDur ? goDur(set[k]) : set[k], isDur ? set[k] : null]);
+    const items = SETTINGS.filter(([k]) => k in set).map(([k, label, isDur, zeroOff]) =>
+      [label, zeroOff && set[k] === '0s' ? 'off' : isDur ? goDur(set[k]) : set[k], isDur ? set[k] : null]);
     for (const k of Object.keys(set).sort()) if (!known.has(k)) items.push([k.replace(/_/g, ' '), set[k]]);
     const rt = o.runtime;
     const started = time(o.started);
