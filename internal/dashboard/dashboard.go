@@ -9,12 +9,15 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 //go:embed static
 var files embed.FS
 
-// Handler serves the page at / and its assets under /static/.
+// Handler serves the page at / and its assets (dashboard.js, dashboard.css)
+// under /static/. Browsers revalidate every response (Cache-Control:
+// no-cache), so an upgraded binary's page is never mixed with an old script.
 func Handler() http.Handler {
 	sub, err := fs.Sub(files, "static")
 	if err != nil {
@@ -22,11 +25,11 @@ func Handler() http.Handler {
 	}
 	assets := http.StripPrefix("/static/", http.FileServer(http.FS(sub)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
 		switch {
 		case r.URL.Path == "/":
-			w.Header().Set("Cache-Control", "no-cache")
 			http.ServeFileFS(w, r, sub, "index.html")
-		case len(r.URL.Path) > len("/static/") && r.URL.Path[:len("/static/")] == "/static/":
+		case strings.HasPrefix(r.URL.Path, "/static/") && r.URL.Path != "/static/":
 			assets.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
