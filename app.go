@@ -264,7 +264,9 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		p.mu.Lock()
 		p.ingest = ing
+		p.mu.Unlock()
 		start("ingest", ing.Run)
 	}
 	bcfg, err := p.streamConfig(stream.BronzeQuery)
@@ -300,6 +302,14 @@ func (p *pipeline) streamConfig(name string) (stream.Config, error) {
 	cfg, err := p.flags.streamConfig(name, p.log)
 	cfg.OnBatch = p.tel.onBatch(name)
 	return cfg, err
+}
+
+// components returns the ingester and the marts once started (nil before;
+// the HTTP surface starts first).
+func (p *pipeline) components() (*ingest.Ingester, *marts.Marts) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ingest, p.marts
 }
 
 func (p *pipeline) addQuery(name string, q *stream.Query) {

@@ -49,7 +49,7 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	if refresh <= 0 {
 		refresh = -1 // marts and checks off; compaction and expiry still run
 	}
-	p.marts = marts.New(p.lake, p.db, marts.Config{
+	m := marts.New(p.lake, p.db, marts.Config{
 		RefreshEvery:  refresh,
 		MaintainEvery: p.flags.maintainEvery,
 		CompactEvery:  p.flags.compactEvery,
@@ -58,7 +58,10 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 		Protect:       p.protect,
 		Logger:        p.log,
 	})
-	start("marts", p.marts.Run)
+	p.mu.Lock()
+	p.marts = m
+	p.mu.Unlock()
+	start("marts", m.Run)
 	return nil
 }
 

@@ -108,14 +108,17 @@ func (p *pipeline) waitHTTP(ctx context.Context) string {
 }
 
 // withToken requires "Authorization: Bearer <token>" on every request when
-// token is set (compared in constant time).
+// token is set (compared in constant time), except for the dashboard's page
+// and assets, which hold no data: the page asks for the token and sends it
+// with its requests.
 func withToken(token string, next http.Handler) http.Handler {
 	if token == "" {
 		return next
 	}
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		public := r.Method == http.MethodGet && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/static/"))
+		if !public && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lakehouse"`)
 			http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 			return
@@ -198,6 +201,10 @@ func (p *pipeline) notifyReady(ctx context.Context) {
 // settings are the configuration the dashboard shows.
 func (p *pipeline) settings() map[string]string {
 	f := p.flags
+	maxSnapshots := f.maxSnapshots
+	if _, m := p.components(); m != nil {
+		maxSnapshots = m.Config().MaxSnapshots
+	}
 	source := f.source
 	if f.noIngest {
 		source = "(no ingest)"
@@ -206,7 +213,7 @@ func (p *pipeline) settings() map[string]string {
 		"data": f.data, "warehouse": p.lake.Warehouse(), "source": source,
 		"trigger": f.trigger.String(), "watermark": f.watermark.String(), "session_gap": f.sessionGap.String(),
 		"refresh": f.refresh.String(), "partitions": strconv.Itoa(f.partitions),
-		"max_snapshots": strconv.Itoa(f.maxSnapshots), "retention": f.retention.String(),
+		"max_snapshots": strconv.Itoa(maxSnapshots), "retention": f.retention.String(),
 		"checkpoint_loss": strings.ToLower(f.checkpointLoss),
 	}
 }

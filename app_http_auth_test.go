@@ -37,8 +37,8 @@ func TestHTTPAddressRules(t *testing.T) {
 	}
 }
 
-// TestBearerToken: with a token set every request needs it, compared
-// exactly.
+// TestBearerToken: with a token set every request for data needs it,
+// compared exactly; the dashboard's page (no data) loads without it.
 func TestBearerToken(t *testing.T) {
 	h := withToken("s3cret", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
 	for _, tc := range []struct {
@@ -59,6 +59,21 @@ func TestBearerToken(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		if rec.Code != tc.want {
 			t.Errorf("Authorization %q: got %d, want %d", tc.header, rec.Code, tc.want)
+		}
+	}
+	// The dashboard's page and assets hold no data and load without it.
+	for _, path := range []string{"/", "/static/dashboard.js"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusTeapot {
+			t.Errorf("GET %s without a token: got %d, want it served", path, rec.Code)
+		}
+	}
+	for _, path := range []string{"/api/status", "/metrics", "/readyz", "/debug/pprof/", "/static"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("GET %s without a token: got %d, want 401", path, rec.Code)
 		}
 	}
 	if withToken("", http.NotFoundHandler()) == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lakehouse/ingest"
+	"lakehouse/marts"
 )
 
 // testAppliance is the whole appliance in this process (the code path of
@@ -123,4 +124,22 @@ func (a *testAppliance) observation(t *testing.T) observation {
 		t.Fatalf("/api/status: %v\n%s", err, body)
 	}
 	return o
+}
+
+func mustMarts(t *testing.T, p *pipeline) *marts.Marts {
+	t.Helper()
+	_, m := p.components()
+	if m == nil {
+		t.Fatal("the marts have not started")
+	}
+	return m
+}
+
+func mustIngest(t *testing.T, p *pipeline) *ingest.Ingester {
+	t.Helper()
+	in, _ := p.components()
+	if in == nil {
+		t.Fatal("ingest has not started")
+	}
+	return in
 }

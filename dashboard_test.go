@@ -158,7 +158,7 @@ func TestDashboard(t *testing.T) {
 	c := replay.Counts()
 	a.drained(t, c.OnTime+c.Late)
 	ctx := context.Background()
-	if _, err := a.p.marts.Refresh(ctx); err != nil {
+	if _, err := mustMarts(t, a.p).Refresh(ctx); err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
 	const warning = "dashboard test: a warning the page lists"

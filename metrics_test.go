@@ -32,10 +32,10 @@ func TestMetrics(t *testing.T) {
 	c := replay.Counts()
 	a.drained(t, c.OnTime)
 	ctx := context.Background()
-	if _, err := a.p.marts.Refresh(ctx); err != nil {
+	if _, err := mustMarts(t, a.p).Refresh(ctx); err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
-	waitFor(t, 10e9, "the ingest counters to include every event", func() bool { return a.p.ingest.Stats().Seen == c.Events })
+	waitFor(t, 10e9, "the ingest counters to include every event", func() bool { return mustIngest(t, a.p).Stats().Seen == c.Events })
 
 	code, body := a.get(t, "/metrics")
 	if code != http.StatusOK {

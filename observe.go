@@ -139,8 +139,9 @@ func (p *pipeline) observe(ctx context.Context) observation {
 	now := p.tel.now()
 	o := observation{At: now, Started: p.tel.started, Version: buildVersion(), Health: p.health.state(),
 		Log: p.tel.logs.newest(), Runtime: runtimeStatus(), Settings: p.settings()}
-	if p.ingest != nil {
-		st := p.ingest.Stats()
+	ing, mts := p.components()
+	if ing != nil {
+		st := ing.Stats()
 		p.tel.observeSeen(st.Seen)
 		o.Ingest = &ingestObs{Seen: st.Seen, Appended: st.Appended, DLQ: st.DLQ, Canary: st.Canary, Batches: st.Batches,
 			Bytes: st.Bytes, Reconnects: st.Reconnects, Position: st.Position, Connected: st.Connected, RatePerSecond: p.tel.ingestRate()}
@@ -180,8 +181,8 @@ func (p *pipeline) observe(ctx context.Context) observation {
 		}
 	}
 	o.Fresh = p.observeFreshness(now)
-	if p.marts != nil {
-		if rep, ok := p.marts.LastReport(); ok {
+	if mts != nil {
+		if rep, ok := mts.LastReport(); ok {
 			o.Refresh = &refreshObs{RunID: rep.RunID, Started: rep.Started, DurationS: rep.Duration.Seconds(),
 				Rows: rep.Rows, Checks: rep.Checks, Highlights: rep.Highlights}
 		}

@@ -578,7 +578,16 @@
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), FETCH_TIMEOUT_MS);
     try {
-      const r = await fetch('/api/status', { cache: 'no-store', signal: ctl.signal });
+      const headers = {};
+      const token = sessionStorage.getItem('lakehouse-token');
+      if (token) headers['Authorization'] = 'Bearer ' + token;
+      const r = await fetch('/api/status', { cache: 'no-store', signal: ctl.signal, headers });
+      if (r.status === 401) {
+        // The page itself holds no data; the data needs the appliance's
+        // bearer token (--http-token), kept for this tab only.
+        const t = window.prompt('This appliance wants its bearer token (--http-token):', '');
+        if (t) sessionStorage.setItem('lakehouse-token', t.trim());
+      }
       if (!r.ok) throw new Error('HTTP ' + r.status + (r.status === 401 ? ' (the appliance wants a bearer token)' : ''));
       o = await r.json();
     } catch (err) {
