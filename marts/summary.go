@@ -78,8 +78,12 @@ func highlights(ctx context.Context, d *duck) (Highlights, error) {
 		h.Headline = "gold marts: built, but silver holds no edits yet"
 		return h, nil
 	}
-	h.Headline = fmt.Sprintf("gold marts: %d edits (%d new pages, %.0f%% by bots) on %d wikis, %d hours from %s to %s UTC",
-		edits, newPages, 100*float64(bots)/float64(edits), wikis, hours,
+	unit := "hours"
+	if hours == 1 {
+		unit = "hour"
+	}
+	h.Headline = fmt.Sprintf("gold marts: %d edits (%d new pages, %.0f%% by bots) on %d wikis, %d %s from %s to %s UTC",
+		edits, newPages, 100*float64(bots)/float64(edits), wikis, hours, unit,
 		first.Time.UTC().Format("2006-01-02 15:04"), last.Time.UTC().Add(59*60e9).Format("2006-01-02 15:04"))
 
 	list := func(title, q string, scan func(*sql.Rows) (string, error)) error {
