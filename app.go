@@ -343,6 +343,9 @@ func (p *pipeline) status(ctx context.Context, only ...string) verify.Status {
 		} else {
 			s.Lag, s.Batch = lag, batch
 		}
+		if t, ok := p.tel.query(name); ok {
+			s.Batches, s.BatchSeconds, s.CommitSeconds = t.Batches, t.BatchDur.Sum, t.CommitDur.Sum
+		}
 		st.Queries[name] = s
 	}
 	st.Runtime = runtimeStatus()

@@ -176,6 +176,8 @@ type SoakSample struct {
 	Runtime   RuntimeStatus    `json:"runtime"`
 	Lags      map[string]int64 `json:"lags,omitempty"`
 	QueryErrs []string         `json:"query_errors,omitempty"`
+	// Queries' batch counts and duration sums since the appliance started.
+	Batches map[string]QueryStatus `json:"batches,omitempty"`
 
 	// From the warehouse's metadata files.
 	Tables map[string]SoakTableSample `json:"tables"`

@@ -41,6 +41,10 @@ type SoakSummary struct {
 	MeanCPUPercent      float64 `json:"mean_cpu_percent"`    // of one core, over the feeding time
 	HarnessCPUPercent   float64 `json:"harness_cpu_percent"` // this process (replay server, observer), same unit
 
+	// Queries: each query's mean batch and commit durations in the first
+	// and the second half of the feeding.
+	Queries []SoakQuerySummary `json:"queries,omitempty"`
+
 	FreshRows int64   `json:"fresh_rows"` // silver rows whose freshness was read
 	FreshP50  float64 `json:"fresh_p50_s"`
 	FreshP95  float64 `json:"fresh_p95_s"`
@@ -178,6 +182,7 @@ func summarize(res *SoakResult) SoakSummary {
 	sum.AnonSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.AnonBytes) / mib }, false)
 	sum.HeapSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.HeapInUseBytes) / mib }, true)
 	sum.LiveSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.LiveHeapBytes) / mib }, true)
+	sum.Queries = querySummaries(feeding, sum.DurationSeconds/2)
 	if n := len(feeding); n > 0 {
 		last := feeding[n-1]
 		if last.Elapsed > 0 {
@@ -366,6 +371,14 @@ func soakMarkdown(name string, rep SoakReport) string {
 	for _, t := range s.Tables {
 		fmt.Fprintf(&b, "| %s | %d / %d | %d / %d | %s / %s | %d |\n", t.Table, t.MaxSnapshots, t.EndSnapshots, t.MaxDataFiles, t.EndDataFiles,
 			bytesText(t.EndMetadataBytes), bytesText(t.LargestMetadataBytes), t.Missed)
+	}
+	if len(s.Queries) > 0 {
+		b.WriteString("\n## Batches\n\nEach query's mean batch duration (read to commit entry) and table-commit duration, first half of the feeding against the second: a cost per batch that grew with the batches so far would show here.\n\n")
+		b.WriteString("| query | batches, 1st / 2nd half | batch ms, 1st / 2nd | commit ms, 1st / 2nd |\n|---|---|---|---|\n")
+		for _, q := range s.Queries {
+			fmt.Fprintf(&b, "| %s | %d / %d | %.1f / %.1f | %.1f / %.1f |\n", q.Query, q.FirstBatches, q.SecondBatches,
+				q.FirstBatchMean, q.SecondBatchMean, q.FirstCommitMean, q.SecondCommitMean)
+		}
 	}
 	fmt.Fprintf(&b, "\n![RSS, anonymous RSS and CPU over time](%s.svg)\n", name)
 

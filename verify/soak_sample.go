@@ -169,9 +169,10 @@ func (s *sampler) take(ctx context.Context, feeding bool) {
 		if st.Runtime != nil {
 			smp.Runtime = *st.Runtime
 		}
-		smp.Lags = map[string]int64{}
+		smp.Lags, smp.Batches = map[string]int64{}, map[string]QueryStatus{}
 		for n, q := range st.Queries {
 			smp.Lags[n] = q.Lag
+			smp.Batches[n] = QueryStatus{Batches: q.Batches, BatchSeconds: q.BatchSeconds, CommitSeconds: q.CommitSeconds}
 			if q.Error != "" {
 				smp.QueryErrs = append(smp.QueryErrs, n+": "+q.Error)
 			}

@@ -226,3 +226,23 @@ func TestParseStatCPU(t *testing.T) {
 		t.Error("short stat line: no error")
 	}
 }
+
+// TestQuerySummaries: the halves' means come from the running sums.
+func TestQuerySummaries(t *testing.T) {
+	smp := func(el float64, n int64, batch, commit float64) SoakSample {
+		return SoakSample{Elapsed: el, Feeding: true, StatusOK: true,
+			Batches: map[string]QueryStatus{"bronze": {Batches: n, BatchSeconds: batch, CommitSeconds: commit}}}
+	}
+	got := querySummaries([]SoakSample{smp(10, 10, 0.1, 0.05), smp(50, 50, 0.5, 0.25), smp(90, 90, 1.3, 0.65)}, 50)
+	if len(got) != 1 {
+		t.Fatalf("got %+v", got)
+	}
+	q := got[0]
+	if q.FirstBatches != 40 || q.SecondBatches != 40 || q.FirstBatchMean != 10 || q.SecondBatchMean != 20 ||
+		q.FirstCommitMean != 5 || q.SecondCommitMean != 10 {
+		t.Errorf("got %+v, want 40/40 batches, 10/20 ms batches, 5/10 ms commits", q)
+	}
+	if querySummaries(nil, 50) != nil {
+		t.Errorf("no samples: want nil")
+	}
+}

@@ -40,6 +40,12 @@ type QueryStatus struct {
 	Lag     int64  `json:"lag"`   // units beyond the last committed batch, now
 	QueryID string `json:"query_id"`
 	Error   string `json:"error,omitempty"`
+	// Batches run since the process started, and the sums of their
+	// durations (read to commit entry) and of their table commits, seconds:
+	// a sampler derives the mean of each between two samples.
+	Batches       int64   `json:"batches,omitempty"`
+	BatchSeconds  float64 `json:"batch_s,omitempty"`
+	CommitSeconds float64 `json:"commit_s,omitempty"`
 }
 
 // StatusPath is where the appliance serves Status; repeat ?query=NAME to
