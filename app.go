@@ -37,6 +37,7 @@ type pipelineFlags struct {
 	maxOffsets     int64
 	checkpointLoss string
 	watermark      time.Duration
+	maxEventAhead  time.Duration
 	sessionGap     time.Duration
 	refresh        time.Duration
 	httpAddr       string
@@ -69,6 +70,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "cap on broker offsets one bronze batch covers")
 	fs.StringVar(&f.checkpointLoss, "checkpoint-loss", "rebuild", "when a query's checkpoint is lost: rebuild (position from the table's marker, no duplicates) or fresh (Spark's behaviour: new query id, re-read everything, DUPLICATES)")
 	fs.DurationVar(&f.watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
+	fs.DurationVar(&f.maxEventAhead, "max-event-ahead", ingest.DefaultMaxEventAhead, "event time is bounded by intake time: an event whose timestamp is more than this ahead of its meta.dt, or whose meta.dt is more than this ahead of the broker's clock, goes to the DLQ (silver applies the same rule), so a bad clock never moves the watermark")
 	fs.DurationVar(&f.sessionGap, "session-gap", 30*time.Minute, "inactivity gap that ends an editor session")
 	fs.DurationVar(&f.refresh, "refresh", 5*time.Minute, "gold marts and asset checks refresh interval (0 disables marts)")
 	fs.StringVar(&f.httpAddr, "http", defaultHTTPAddr, "serve the dashboard, /metrics, /healthz, /readyz and /api/status on this address (off: none); a non-loopback address needs --http-remote and a token")
@@ -252,7 +254,8 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		defer stopHTTP()
 	}
 	if !p.flags.noIngest {
-		icfg := ingest.Config{URL: p.flags.source, UserAgent: p.flags.userAgent, Partitions: p.flags.partitions, Logger: p.log}
+		icfg := ingest.Config{URL: p.flags.source, UserAgent: p.flags.userAgent, Partitions: p.flags.partitions,
+			MaxEventAhead: p.flags.maxEventAhead, Logger: p.log}
 		if p.flags.since != "" {
 			t, err := time.Parse(time.RFC3339, p.flags.since)
 			if err != nil {

@@ -23,7 +23,8 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	if err != nil {
 		return err
 	}
-	sq, _, err := silver.NewQuery(p.lake, p.flags.downstream(scfg), silver.Config{WatermarkDelay: p.flags.watermark, Logger: p.log})
+	sq, _, err := silver.NewQuery(p.lake, p.flags.downstream(scfg), silver.Config{WatermarkDelay: p.flags.watermark,
+		MaxEventAhead: p.flags.maxEventAhead, Logger: p.log})
 	if err != nil {
 		return err
 	}

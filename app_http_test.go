@@ -34,6 +34,13 @@ func startAppliance(t *testing.T, replay *ingest.Replay, tune func(*pipelineFlag
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { replay.Close() })
+	return startApplianceAt(t, replay, url, tune)
+}
+
+// startApplianceAt is startAppliance for a replay already serving at url
+// (a restart: tune sets the data directory of the earlier run).
+func startApplianceAt(t *testing.T, replay *ingest.Replay, url string, tune func(*pipelineFlags, *healthRules)) *testAppliance {
+	t.Helper()
 	f := pipelineFlags{common: common{data: t.TempDir()}, source: url, userAgent: ingest.DefaultUserAgent,
 		partitions: ingest.DefaultPartitions, trigger: 200 * time.Millisecond, sessTrigger: 200 * time.Millisecond,
 		maxOffsets: 20_000, checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute,

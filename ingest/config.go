@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"lakehouse/internal/recentchange"
 )
 
 // Defaults filled in by Run (and New) for zero Config fields.
@@ -37,6 +39,10 @@ const (
 	// DefaultIdleTimeout drops a connection that delivered no bytes for this
 	// long (a stalled TCP stream never errors by itself).
 	DefaultIdleTimeout = 60 * time.Second
+	// DefaultMaxEventAhead is how far an event's timestamp may be ahead of
+	// its meta.dt, and meta.dt ahead of the broker's clock, before the
+	// contract refuses the event (recentchange.CheckTimes).
+	DefaultMaxEventAhead = recentchange.DefaultMaxAhead
 	// DefaultWorkers validate events in parallel (order is kept). Contract
 	// validation is most of the CPU per event; BenchmarkIngest on the 2-core
 	// machine was fastest with 4.
@@ -74,6 +80,12 @@ type Config struct {
 	RetryInitial  time.Duration
 	RetryMax      time.Duration
 	IdleTimeout   time.Duration
+	// MaxEventAhead bounds event time by intake time: an event whose
+	// timestamp is more than this ahead of its meta.dt, or whose meta.dt or
+	// timestamp is more than this ahead of the broker's clock when it
+	// arrives, goes to the DLQ (as do times before 2001). Silver applies the
+	// same rule with its own setting: give both the same value.
+	MaxEventAhead time.Duration
 	Workers       int
 	// HTTPTransport carries the stream requests. Default: a transport with
 	// bounded dial/TLS/header timeouts and no proxy.
@@ -124,6 +136,9 @@ func (c *Config) fill() {
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxEventAhead <= 0 {
+		c.MaxEventAhead = DefaultMaxEventAhead
 	}
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers

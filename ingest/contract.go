@@ -3,13 +3,15 @@ package ingest
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"lakehouse/internal/recentchange"
 )
 
 // The contract is the upstream mediawiki/recentchange schema (copied verbatim
@@ -46,15 +48,34 @@ type Event struct {
 // Canary reports whether the event is one of Wikimedia's probe events.
 func (e Event) Canary() bool { return e.Domain == "canary" }
 
-// Contract validates raw event bytes. It is safe for concurrent use.
+// Contract validates raw event bytes: the embedded schemas, then the rules
+// JSON Schema cannot state (contract_rules.go: the fields silver reads are
+// unambiguous, its integers fit its columns, the text is UTF-8, the event's
+// times are bounded by its intake time). It is safe for concurrent use.
 type Contract struct {
-	schema *jsonschema.Schema
+	schema   *jsonschema.Schema
+	maxAhead time.Duration // of the time rules (recentchange.CheckTimes)
 }
 
-// NewContract compiles the embedded schemas.
+// NewContract compiles the embedded schemas. Its time rules allow
+// recentchange.DefaultMaxAhead (see WithMaxAhead).
 func NewContract() (*Contract, error) {
 	return compileContract(true)
 }
+
+// WithMaxAhead returns a copy of c whose time rules allow an event's
+// timestamp to be up to d ahead of its meta.dt, and meta.dt up to d ahead of
+// the broker's clock (recentchange.CheckTimes). d <= 0 leaves c's margin.
+func (c *Contract) WithMaxAhead(d time.Duration) *Contract {
+	out := *c
+	if d > 0 {
+		out.maxAhead = d
+	}
+	return &out
+}
+
+// MaxAhead is the margin of c's time rules.
+func (c *Contract) MaxAhead() time.Duration { return c.maxAhead }
 
 // compileContract compiles the embedded schemas; with fast, integer types
 // and their bounds are checked by the number keyword (contract_number.go)
@@ -93,13 +114,21 @@ func compileContract(fast bool) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile contract: %w", err)
 	}
-	return &Contract{schema: sch}, nil
+	return &Contract{schema: sch, maxAhead: recentchange.DefaultMaxAhead}, nil
 }
 
-// Check validates raw against the contract and returns the routing fields.
-// The error wraps ErrNotJSON or ErrContract and its text is a one-line,
-// human-readable reason.
+// Check validates raw against the contract, except the rules that compare
+// the event's times with the broker's clock (CheckAt), and returns the
+// routing fields. The error wraps ErrNotJSON or ErrContract and its text is
+// a one-line, human-readable reason.
 func (c *Contract) Check(raw []byte) (Event, error) {
+	return c.CheckAt(raw, time.Time{})
+}
+
+// CheckAt is Check for an event the broker received at received: its
+// meta.dt and timestamp may be at most c.MaxAhead() ahead of received. A
+// zero received skips those two rules.
+func (c *Contract) CheckAt(raw []byte, received time.Time) (Event, error) {
 	s := scratchPool.Get().(*docScratch)
 	defer func() {
 		s.release()
@@ -107,30 +136,34 @@ func (c *Contract) Check(raw []byte) (Event, error) {
 	}()
 	// Nothing below keeps doc: the error text and the Event's strings are
 	// copies, made before s is released.
-	doc, err := decodeInto(raw, s)
+	doc, fl, err := decodeInto(raw, s)
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
+	reasons := textRules(doc, &fl)
 	if err := c.schema.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return Event{}, fmt.Errorf("%w: %s", ErrContract, flatten(ve))
+			reasons = append(reasons, flatten(ve))
+		} else {
+			reasons = append(reasons, err.Error())
 		}
-		return Event{}, fmt.Errorf("%w: %v", ErrContract, err)
+		return Event{}, fmt.Errorf("%w: %s", ErrContract, strings.Join(reasons, "; "))
 	}
 	// The schema guarantees the shapes below.
 	obj := doc.(map[string]any)
+	ts, more := c.valueRules(obj, received)
+	if reasons = append(reasons, more...); len(reasons) > 0 {
+		return Event{}, fmt.Errorf("%w: %s", ErrContract, strings.Join(reasons, "; "))
+	}
 	meta := obj["meta"].(map[string]any)
 	// Clone: decoded strings share memory with raw.
-	ev := Event{
-		ID:     strings.Clone(meta["id"].(string)),
-		Domain: strings.Clone(meta["domain"].(string)),
-		Type:   strings.Clone(obj["type"].(string)),
-	}
-	if n, ok := obj["timestamp"].(json.Number); ok {
-		ev.Timestamp, _ = n.Int64()
-	}
-	return ev, nil
+	return Event{
+		ID:        strings.Clone(meta["id"].(string)),
+		Domain:    strings.Clone(meta["domain"].(string)),
+		Type:      strings.Clone(obj["type"].(string)),
+		Timestamp: ts,
+	}, nil
 }
 
 // scratchPool holds the decoders' reusable maps, one docScratch per
@@ -143,14 +176,15 @@ var (
 	defaultContractOnce sync.Once
 )
 
-// Validate checks raw against the embedded contract. It returns nil for a
-// valid event, or an error wrapping ErrNotJSON or ErrContract.
+// Validate checks raw against the embedded contract as an event received
+// now. It returns nil for a valid event, or an error wrapping ErrNotJSON or
+// ErrContract.
 func Validate(raw []byte) error {
 	c, err := loadDefaultContract()
 	if err != nil {
 		return err
 	}
-	_, err = c.Check(raw)
+	_, err = c.CheckAt(raw, time.Now())
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,7 @@ func TestBrokenEventsLandInDLQ(t *testing.T) {
 	valid := mutate(t, func(m, meta map[string]any) {})
 	for _, tc := range brokenEvents(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			got := r.route(received{id: `[{"offset":7}]`, data: string(tc.raw), at: time.Unix(1, 0)})
+			got := r.route(received{id: `[{"offset":7}]`, data: string(tc.raw), at: sampleIntake})
 			if !got.dlq {
 				t.Fatalf("dlq: got false, want true (record %+v)", got.rec)
 			}
@@ -114,16 +115,16 @@ func TestBrokenEventsLandInDLQ(t *testing.T) {
 				t.Errorf("source.url: got %q, want %q", got, want)
 			}
 			if tc.class != ErrOversized {
-				err := Validate(tc.raw)
+				_, err := c.CheckAt(tc.raw, sampleIntake)
 				if !errors.Is(err, tc.class) {
-					t.Errorf("Validate: got %v, want errors.Is %v", err, tc.class)
+					t.Errorf("CheckAt: got %v, want errors.Is %v", err, tc.class)
 				}
 			}
 		})
 	}
 
 	t.Run("valid goes to the topic", func(t *testing.T) {
-		got := r.route(received{id: "x", data: string(valid)})
+		got := r.route(received{id: "x", data: string(valid), at: sampleIntake})
 		if got.dlq || got.canary {
 			t.Fatalf("got dlq=%v canary=%v, want a topic record", got.dlq, got.canary)
 		}
@@ -143,6 +144,10 @@ func TestBrokenEventsLandInDLQ(t *testing.T) {
 		}
 	})
 }
+
+// sampleIntake is a broker clock for the sample events: a minute after the
+// last of them was taken in (meta.dt 2026-02-26T15:49:3x).
+var sampleIntake = time.Date(2026, 2, 26, 15, 50, 40, 0, time.UTC)
 
 // brokenEvent is one event the ingest must route to the DLQ.
 type brokenEvent struct {
@@ -190,6 +195,112 @@ func brokenEvents(t *testing.T) []brokenEvent {
 			m["length"] = map[string]any{}
 		}), ErrContract, "at '/length': missing property 'new'"},
 		{"upstream: bot not boolean", mutate(t, func(m, meta map[string]any) { m["bot"] = "no" }), ErrContract, "at '/bot'"},
+
+		// What silver cannot store, or would read differently.
+		{"timestamp 1.0 form", mutate(t, func(m, meta map[string]any) { m["timestamp"] = json.Number("1772120975.0") }), ErrContract,
+			"at '/timestamp': got 1772120975.0, want an integer written without fraction or exponent"},
+		{"namespace in exponent form", mutate(t, func(m, meta map[string]any) { m["namespace"] = json.Number("6e0") }), ErrContract,
+			"at '/namespace': got 6e0, want an integer written without fraction or exponent"},
+		{"length.old beyond int64", mutate(t, func(m, meta map[string]any) { m["length"].(map[string]any)["old"] = json.Number("9223372036854775808") }), ErrContract,
+			"at '/length/old': got 9223372036854775808, want an integer from -9223372036854775808 to 9223372036854775807 (silver stores int64)"},
+		{"namespace beyond int32 in a log event", mutate(t, func(m, meta map[string]any) {
+			m["type"] = "log"
+			m["namespace"] = json.Number("-2147483649")
+		}), ErrContract, "at '/namespace': got -2147483649, want an integer from -2147483648 to 2147483647 (silver stores int32)"},
+		{"meta.dt lower-case t", mutate(t, func(m, meta map[string]any) { meta["dt"] = "2026-02-26t15:49:36.544z" }), ErrContract,
+			"at '/meta/dt': not an RFC 3339 time silver reads"},
+		{"meta.dt leap second", mutate(t, func(m, meta map[string]any) { meta["dt"] = "2026-02-26T23:59:60Z" }), ErrContract,
+			"at '/meta/dt': not an RFC 3339 time silver reads"},
+		{"meta.dt before 2001", mutate(t, func(m, meta map[string]any) { meta["dt"] = "2000-12-31T23:59:59.999Z" }), ErrContract,
+			"at '/meta/dt': 2000-12-31T23:59:59.999Z is before 2001-01-01T00:00:00Z"},
+		{"meta.dt 11 minutes ahead of the broker's clock", mutate(t, func(m, meta map[string]any) { meta["dt"] = "2026-02-26T16:01:41Z" }), ErrContract,
+			"at '/meta/dt': 2026-02-26T16:01:41Z is 11m1s ahead of the broker's clock (2026-02-26T15:50:40Z), more than the 10m0s allowed"},
+		{"timestamp 11 minutes ahead of meta.dt", mutate(t, func(m, meta map[string]any) { m["timestamp"] = json.Number("1772121636") }), ErrContract,
+			"at '/timestamp': 1772121636 (2026-02-26T16:00:36Z) is 10m59.456s ahead of meta.dt (2026-02-26T15:49:36.544Z), more than the 10m0s allowed"},
+		{"timestamp in milliseconds", mutate(t, func(m, meta map[string]any) { m["timestamp"] = json.Number("1772120975000") }), ErrContract,
+			"at '/timestamp': 1772120975000 is after 9999-12-31T23:59:59Z (not Unix seconds?)"},
+		{"timestamp and meta.dt in 2100", mutate(t, func(m, meta map[string]any) {
+			m["timestamp"] = json.Number("4102444800")
+			meta["dt"] = "2100-01-01T00:00:01Z"
+		}), ErrContract, "at '/meta/dt': 2100-01-01T00:00:01Z is 26971 days ahead of the broker's clock"},
+		{"case-folded timestamp", append(bytes.Clone(valid[:len(valid)-1]), `,"TIMESTAMP":4102444800}`...), ErrContract,
+			`at '/TIMESTAMP': key differs from "timestamp" only in case (silver's decoder matches keys ignoring case)`},
+		{"long-s key", append(bytes.Clone(valid[:len(valid)-1]), `,"\u017ferver_name":"x"}`...), ErrContract,
+			"at '/\u017ferver_name': key differs from \"server_name\" only in case"},
+		{"case-folded meta.id", mutate(t, func(m, meta map[string]any) { meta["ID"] = "x" }), ErrContract,
+			`at '/meta/ID': key differs from "id" only in case`},
+		{"case-folded revision.new", mutate(t, func(m, meta map[string]any) { m["revision"].(map[string]any)["New"] = json.Number("1") }), ErrContract,
+			`at '/revision/New': key differs from "new" only in case`},
+		{"key given twice", append(bytes.Clone(valid[:len(valid)-1]), `,"type":"log"}`...), ErrContract,
+			"at '/type': key given twice (again at byte "},
+		{"invalid UTF-8 in the title", bytes.Replace(valid, []byte(`"File:`), []byte("\"\xe9File:"), 1), ErrContract,
+			"at '/title': invalid UTF-8 in a string (byte "},
+		{"invalid UTF-8 in a key", append(bytes.Clone(valid[:len(valid)-1]), ",\"x\xff\":1}"...), ErrContract,
+			"at '': invalid UTF-8 in a key (byte "},
+		{"lone surrogate escape", bytes.Replace(valid, []byte(`"File:`), []byte(`"\ud800File:`), 1), ErrContract,
+			"at '/title': a \\u escape of a lone UTF-16 surrogate in a string (byte "},
+		{"edit without bot", mutate(t, func(m, meta map[string]any) { delete(m, "bot") }), ErrContract, "missing property 'bot'"},
+		{"edit without server_name", mutate(t, func(m, meta map[string]any) { delete(m, "server_name") }), ErrContract, "missing property 'server_name'"},
+	}
+}
+
+// violationReasons is what dlq.reason says for each of Violate's kinds (a
+// part of it).
+var violationReasons = map[string]string{
+	"not-json":                   "not json",
+	"missing-meta-id":            "at '/meta': missing property 'id'",
+	"bad-type":                   "at '/type'",
+	"meta-id-not-uuid":           "at '/meta/id'",
+	"edit-without-revision":      "'revision'",
+	"timestamp-not-integer":      "at '/timestamp': got string, want integer",
+	"missing-wiki":               "missing property 'wiki'",
+	"bad-meta-dt":                "at '/meta/dt'",
+	"not-an-object":              "want object",
+	"new-without-length":         "missing property 'length'",
+	"timestamp-year-2100":        "at '/timestamp': 4102444800 (2100-01-01T00:00:00Z) is ",
+	"timestamp-folded-duplicate": `at '/TIMESTAMP': key differs from "timestamp" only in case`,
+	"timestamp-milliseconds":     "000 is after 9999-12-31T23:59:59Z (not Unix seconds?)",
+	"timestamp-max-safe-integer": "at '/timestamp': 9007199254740991 is after 9999-12-31T23:59:59Z",
+	"timestamp-float":            ".0, want an integer written without fraction or exponent",
+	"timestamp-before-2001":      "at '/timestamp': 946684799 (1999-12-31T23:59:59Z) is before 2001-01-01T00:00:00Z",
+	"meta-dt-year-2100":          "at '/meta/dt': 2100-01-01T00:00:00Z is ",
+	"revision-new-1e20":          "at '/revision/new': got 1e20, want an integer written without fraction or exponent",
+	"revision-new-30-digits":     "at '/revision/new': got 123456789012345678901234567890, want an integer from -9223372036854775808",
+	"namespace-beyond-int32":     "at '/namespace': got 2147483648, want an integer from -2147483648 to 2147483647 (silver stores int32)",
+	"extra-Revision-key":         `at '/Revision': key differs from "revision" only in case`,
+	"log-with-Type-edit":         `at '/Type': key differs from "type" only in case`,
+	"edit-without-bot":           "missing property 'bot'",
+	"edit-without-server-name":   "missing property 'server_name'",
+	"invalid-utf8":               "at '/title': invalid UTF-8 in a string (byte ",
+}
+
+// TestViolationsLandInDLQWithTheirReason: each of Violate's kinds, made from
+// events of every type, goes to the DLQ with its reason; the kinds from
+// "timestamp-year-2100" on have that one reason only.
+func TestViolationsLandInDLQWithTheirReason(t *testing.T) {
+	c, err := NewContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &router{contract: c, topic: "rc", dlqTopic: "rc.dlq", url: "http://src/stream", maxBytes: 1 << 20}
+	if len(violationReasons) != len(ViolationKinds) {
+		t.Fatalf("reasons for %d kinds, want %d", len(violationReasons), len(ViolationKinds))
+	}
+	firstNew := slices.Index(ViolationKinds, "timestamp-year-2100")
+	rec := Generate(8, 4*len(ViolationKinds))
+	for i, raw := range rec.Events {
+		kind := ViolationKinds[i%len(ViolationKinds)]
+		bad := Violate(raw, i)
+		got := r.route(received{id: "x", data: string(bad), at: time.Now()})
+		reason := string(broker.Message{Headers: got.rec.Headers}.Header(HeaderReason))
+		if !got.dlq || !strings.Contains(reason, violationReasons[kind]) {
+			t.Errorf("%s (from a %s event): dlq %v, reason %q; want the DLQ and a reason containing %q",
+				kind, mustDecodeObject(raw)["type"], got.dlq, reason, violationReasons[kind])
+			continue
+		}
+		if i%len(ViolationKinds) >= firstNew && strings.Contains(reason, "; ") {
+			t.Errorf("%s: reason %q, want that one rule only", kind, reason)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -26,22 +27,29 @@ import (
 // any input it does not accept, encoding/json decodes again to give the
 // error (and the same verdict).
 func decodeJSON(raw []byte) (any, error) {
-	return decodeInto(raw, nil)
+	v, _, err := decodeInto(raw, nil)
+	return v, err
 }
 
 // decodeInto is decodeJSON taking the result's maps and slices from s when
-// s is not nil: they stay valid only until s.release.
-func decodeInto(raw []byte, s *docScratch) (any, error) {
-	p := fastParser{b: raw, s: s}
+// s is not nil: they stay valid only until s.release. It also returns the
+// first flaw of the text (a key given twice in one object, invalid UTF-8, a
+// lone surrogate escape), which the decoded value cannot show: encoding/json
+// keeps the last of two equal keys and replaces bad text with U+FFFD.
+func decodeInto(raw []byte, s *docScratch) (any, flaw, error) {
+	p := fastParser{b: raw, s: s, flaw: flaw{pending: noFlaw}}
 	p.ws()
 	v, ok := p.value(0)
 	if ok {
 		p.ws()
 		if p.i == len(p.b) {
-			return v, nil
+			return v, p.flaw, nil
 		}
 	}
-	return decodeJSONStd(raw)
+	v, err := decodeJSONStd(raw)
+	// The fast parser accepts every text encoding/json accepts
+	// (FuzzDecodeJSON): a text only encoding/json takes was not checked.
+	return v, flaw{kind: flawUnchecked}, err
 }
 
 // decodeJSONStd is the reference decoder (and the source of error texts).
@@ -61,13 +69,78 @@ func decodeJSONStd(raw []byte) (any, error) {
 	return v, nil
 }
 
-// maxDepth matches encoding/json's nesting limit.
+// maxDepth matches encoding/json's nesting limit: at most this many nested
+// objects and arrays.
 const maxDepth = 10000
 
 type fastParser struct {
-	b []byte
-	i int
-	s *docScratch // nil: allocate every map and slice
+	b    []byte
+	i    int
+	s    *docScratch // nil: allocate every map and slice
+	flaw flaw        // the first flaw found
+}
+
+// flawKind says what is wrong with a well-formed JSON text.
+type flawKind uint8
+
+const (
+	flawNone      flawKind = iota
+	flawDuplicate          // an object has a key twice
+	flawBadUTF8            // a string holds bytes that are not UTF-8
+	flawSurrogate          // a string holds a \u escape of a lone UTF-16 surrogate
+	flawUnchecked          // decoded by encoding/json only: not checked
+)
+
+// noFlaw is flaw.pending while there is no flaw.
+const noFlaw = -1
+
+// flaw is the first flaw of a text: its kind, the byte offset where it is,
+// and where in the document (a JSON pointer, built as the parser returns
+// from the values that hold it).
+type flaw struct {
+	kind   flawKind
+	offset int
+	inKey  bool     // the bad text is an object key
+	path   []string // the pointer's tokens, innermost first
+	// pending is the depth of the outermost value whose own key or index
+	// is not yet in path; noFlaw while there is no flaw.
+	pending int
+}
+
+// pointer renders the flaw's location as a JSON pointer ("" is the root).
+func (f *flaw) pointer() string {
+	var b []byte
+	for i := len(f.path) - 1; i >= 0; i-- {
+		b = append(b, '/')
+		for _, c := range []byte(f.path[i]) {
+			switch c {
+			case '~':
+				b = append(b, "~0"...)
+			case '/':
+				b = append(b, "~1"...)
+			default:
+				b = append(b, c)
+			}
+		}
+	}
+	return string(b)
+}
+
+// found records a flaw at offset when it is the first; the value at depth
+// holds it (its own key is added by its parent).
+func (p *fastParser) found(kind flawKind, offset, depth int) {
+	if p.flaw.kind == flawNone {
+		p.flaw = flaw{kind: kind, offset: offset, pending: depth}
+	}
+}
+
+// within adds key (or index) to the flaw's path when the value just parsed
+// at depth+1 holds it.
+func (p *fastParser) within(depth int, key string) {
+	if p.flaw.pending == depth+1 {
+		p.flaw.path = append(p.flaw.path, key)
+		p.flaw.pending = depth
+	}
 }
 
 // docScratch keeps the maps and slices of decoded documents for the next
@@ -187,10 +260,12 @@ func (p *fastParser) ws() {
 }
 
 func (p *fastParser) value(depth int) (any, bool) {
-	if p.i >= len(p.b) || depth > maxDepth {
+	if p.i >= len(p.b) {
 		return nil, false
 	}
 	switch c := p.b[p.i]; {
+	case (c == '{' || c == '[') && depth >= maxDepth:
+		return nil, false
 	case c == '{':
 		p.i++
 		var m map[string]any
@@ -206,9 +281,13 @@ func (p *fastParser) value(depth int) (any, bool) {
 		}
 		for {
 			p.ws()
-			k, ok := p.str()
+			at := p.i
+			k, ok := p.str(depth)
 			if !ok {
 				return nil, false
+			}
+			if p.flaw.pending == depth && p.flaw.path == nil && p.flaw.offset >= at {
+				p.flaw.inKey = true // the bad text is this key: the flaw is at the object
 			}
 			p.ws()
 			if p.i >= len(p.b) || p.b[p.i] != ':' {
@@ -220,7 +299,13 @@ func (p *fastParser) value(depth int) (any, bool) {
 			if !ok {
 				return nil, false
 			}
+			p.within(depth, k)
+			n := len(m)
 			m[k] = v
+			if len(m) == n && p.flaw.kind == flawNone {
+				p.found(flawDuplicate, at, depth)
+				p.flaw.path = append(p.flaw.path, k)
+			}
 			if end, ok := p.next('}'); !ok {
 				return nil, false
 			} else if end {
@@ -246,6 +331,9 @@ func (p *fastParser) value(depth int) (any, bool) {
 			if !ok {
 				return nil, false
 			}
+			if p.flaw.pending == depth+1 {
+				p.within(depth, strconv.Itoa(len(a)))
+			}
 			a = append(a, v)
 			if end, ok := p.next(']'); !ok {
 				return nil, false
@@ -257,7 +345,7 @@ func (p *fastParser) value(depth int) (any, bool) {
 			}
 		}
 	case c == '"':
-		return p.str()
+		return p.str(depth)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	case c == 't':
@@ -278,10 +366,12 @@ func (p *fastParser) lit(s string) bool {
 	return false
 }
 
-// str parses a string. Plain strings (no escapes, valid UTF-8) share raw's
-// memory; anything else is unquoted as encoding/json does (FuzzDecodeJSON
-// compares them), into the scratch's arena when there is one.
-func (p *fastParser) str() (string, bool) {
+// str parses a string, a value at depth or a key of the object at depth.
+// Plain strings (no escapes, valid UTF-8) share raw's memory; anything else
+// is unquoted as encoding/json does (FuzzDecodeJSON compares them), into the
+// scratch's arena when there is one. Invalid UTF-8 and lone surrogate
+// escapes are recorded as flaws.
+func (p *fastParser) str(depth int) (string, bool) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return "", false
 	}
@@ -307,9 +397,12 @@ func (p *fastParser) str() (string, bool) {
 			if arena {
 				dst = p.s.text[len(p.s.text):]
 			}
-			out, ok := unquote(dst, body)
+			out, lone, ok := unquote(dst, body)
 			if !ok {
 				return "", false
+			}
+			if lone >= 0 {
+				p.found(flawSurrogate, start+1+lone, depth)
 			}
 			if arena {
 				p.s.text = p.s.text[:len(p.s.text)+len(out)]
@@ -325,6 +418,7 @@ func (p *fastParser) str() (string, bool) {
 			r, size := utf8.DecodeRune(p.b[p.i:])
 			if r == utf8.RuneError && size == 1 {
 				plain = false // encoding/json replaces it with U+FFFD
+				p.found(flawBadUTF8, p.i, depth)
 			}
 			p.i += size
 			continue
@@ -417,18 +511,19 @@ func unsafeString(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
+// simpleEscapes maps the byte after a backslash to the byte it stands for.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // unquote decodes the body of a JSON string (between the quotes) that has
 // escapes or invalid UTF-8, with encoding/json's results: invalid UTF-8 and
 // lone surrogates become U+FFFD. It refuses (false) what encoding/json's
 // scanner refuses: control characters, a bare '"', unknown escapes
-// (including \'), and a \u without four hex digits.
+// (including \'), and a \u without four hex digits. lone is the offset in s
+// of the first \u escape of a lone surrogate, -1 if there is none.
 //
 // It appends to dst[:0] when dst has room for the worst case, and to a new
 // slice otherwise; the caller owns the result either way.
-// simpleEscapes maps the byte after a backslash to the byte it stands for.
-var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
-
-func unquote(dst, s []byte) ([]byte, bool) {
+func unquote(dst, s []byte) (out []byte, lone int, ok bool) {
 	// Each input byte gives at most 3 output bytes (an invalid byte becomes
 	// U+FFFD), so the result never grows past the check below.
 	var b []byte
@@ -437,12 +532,13 @@ func unquote(dst, s []byte) ([]byte, bool) {
 	} else {
 		b = make([]byte, 0, len(s)+utf8.UTFMax)
 	}
+	lone = -1
 	for r := 0; r < len(s); {
 		switch c := s[r]; {
 		case c == '\\':
 			r++
 			if r >= len(s) {
-				return nil, false
+				return nil, -1, false
 			}
 			switch e := s[r]; e {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -451,8 +547,9 @@ func unquote(dst, s []byte) ([]byte, bool) {
 			case 'u':
 				rr := hex4(s[r+1:])
 				if rr < 0 {
-					return nil, false
+					return nil, -1, false
 				}
+				esc := r - 1
 				r += 5
 				if utf16.IsSurrogate(rr) {
 					if r+1 < len(s) && s[r] == '\\' && s[r+1] == 'u' {
@@ -464,13 +561,16 @@ func unquote(dst, s []byte) ([]byte, bool) {
 						}
 					}
 					rr = unicode.ReplacementChar
+					if lone < 0 {
+						lone = esc
+					}
 				}
 				b = utf8.AppendRune(b, rr)
 			default:
-				return nil, false
+				return nil, -1, false
 			}
 		case c == '"', c < ' ':
-			return nil, false
+			return nil, -1, false
 		case c < utf8.RuneSelf:
 			b = append(b, c)
 			r++
@@ -480,7 +580,7 @@ func unquote(dst, s []byte) ([]byte, bool) {
 			b = utf8.AppendRune(b, rr)
 		}
 	}
-	return b, true
+	return b, lone, true
 }
 
 // hex4 reads four hex digits (-1 if there are not four).

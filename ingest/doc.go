@@ -2,9 +2,17 @@
 // SSE client (github.com/tmaxmax/go-sse) that reconnects with backoff and
 // resumes with Last-Event-ID, the event contract (the upstream
 // mediawiki/recentchange schema plus the project's stricter rules, embedded
-// and checked with github.com/santhosh-tekuri/jsonschema/v6), routing of
-// contract violations, non-JSON and oversized data to a dead-letter topic,
-// and the durable resume position. It also owns the replay SSE server and
+// and checked with github.com/santhosh-tekuri/jsonschema/v6, then the rules
+// JSON Schema cannot state, shared with silver through internal/recentchange:
+// whatever the contract accepts, silver stores), routing of contract
+// violations, non-JSON and oversized data to a dead-letter topic, and the
+// durable resume position.
+//
+// Event time is data, not truth: an event whose timestamp is more than
+// Config.MaxEventAhead ahead of its meta.dt, whose meta.dt is more than that
+// ahead of the broker's clock when it arrives, or whose times are before
+// 2001, is a contract violation and goes to the DLQ with the rule's reason,
+// so a bad clock upstream can never move a watermark downstream. It also owns the replay SSE server and
 // the event generator that the demo, the tests and the benchmarks use.
 //
 // What survives a crash: every Append to the broker carries a batch of

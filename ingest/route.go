@@ -10,9 +10,9 @@ import (
 
 // received is one SSE event as the client read it.
 type received struct {
-	id   string // the SSE id in force for this event (stream position)
-	data string // the data field, lines joined with "\n" as the SSE spec says
-	at   time.Time
+	id   string    // the SSE id in force for this event (stream position)
+	data string    // the data field, lines joined with "\n" as the SSE spec says
+	at   time.Time // when the client read it: the broker record's timestamp
 }
 
 // routed is where one received event goes.
@@ -42,7 +42,7 @@ func (r *router) route(ev received) routed {
 	if len(value) > r.maxBytes {
 		return r.dead(out, ev, value, fmt.Errorf("%w: %d bytes > limit %d", ErrOversized, len(value), r.maxBytes))
 	}
-	e, err := r.contract.Check(value)
+	e, err := r.contract.CheckAt(value, ev.at)
 	if err != nil {
 		return r.dead(out, ev, value, err)
 	}

@@ -48,7 +48,7 @@ func New(log broker.Log, cfg Config) (*Ingester, error) {
 		log: log,
 		cfg: cfg,
 		router: &router{
-			contract: c,
+			contract: c.WithMaxAhead(cfg.MaxEventAhead),
 			topic:    cfg.Topic,
 			dlqTopic: cfg.DLQTopic,
 			url:      cfg.URL,

@@ -54,12 +54,21 @@ func MicrosTime(us int64) time.Time {
 
 // NextWatermark is the watermark a batch uses: the newest event time of the
 // batches before it minus delay, never below the previous watermark. All
-// times are Unix microseconds; NoTime means none.
+// times are Unix microseconds; NoTime means none. The subtraction saturates
+// instead of wrapping around (silver's event times are bounded anyway:
+// recentchange.CheckTimes).
 func NextWatermark(prev, maxEvent int64, delay time.Duration) int64 {
 	if maxEvent == NoTime {
 		return prev
 	}
-	return max(prev, maxEvent-delay.Microseconds())
+	d := delay.Microseconds()
+	switch {
+	case d > 0 && maxEvent < math.MinInt64+d:
+		return prev // below every time: no watermark from it
+	case d < 0 && maxEvent > math.MaxInt64+d:
+		return math.MaxInt64
+	}
+	return max(prev, maxEvent-d)
 }
 
 // PlanEventTimeMeta encodes the metadata of the next batch of an event-time

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -18,6 +19,7 @@ func TestNextWatermark(t *testing.T) {
 		{"first events", NoTime, t0, t0 - min10.Microseconds()},
 		{"advances", t0 - min10.Microseconds(), t0 + 60e6, t0 + 60e6 - min10.Microseconds()},
 		{"never goes back", t0, t0 - 60e6, t0},
+		{"no wrap-around below the first time", NoTime, math.MinInt64 + 1, NoTime},
 	} {
 		if got := NextWatermark(tc.prev, tc.maxEvent, min10); got != tc.want {
 			t.Errorf("%s: NextWatermark = %d, want %d", tc.name, got, tc.want)

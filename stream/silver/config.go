@@ -3,6 +3,8 @@ package silver
 import (
 	"log/slog"
 	"time"
+
+	"lakehouse/internal/recentchange"
 )
 
 // Defaults filled in by NewProcessor for zero Config fields.
@@ -15,6 +17,9 @@ const (
 	// the stream's RetainBatches (Run clamps it to half of that), or a purge
 	// could remove the snapshot a delta chain starts from.
 	DefaultMaxDeltaChain = 20
+	// DefaultMaxEventAhead is the margin of the event-time rule silver
+	// applies to every edit (recentchange.CheckTimes), the contract's default.
+	DefaultMaxEventAhead = recentchange.DefaultMaxAhead
 	// DefaultRecoverTimeout bounds rebuilding a lost dedup state from
 	// silver.edits.
 	DefaultRecoverTimeout = 10 * time.Minute
@@ -33,6 +38,13 @@ type Config struct {
 	// RecoverTimeout bounds rebuilding a lost dedup state from silver.edits
 	// (DefaultRecoverTimeout).
 	RecoverTimeout time.Duration
+	// MaxEventAhead is the margin of the event-time rule (recentchange.CheckTimes,
+	// against bronze's broker_ts): an edit more than this ahead of its
+	// meta.dt or the broker's clock is counted unparseable and never moves
+	// the watermark (DefaultMaxEventAhead). Give it the ingest contract's
+	// value (ingest.Config.MaxEventAhead): then no event the contract let
+	// through is refused here.
+	MaxEventAhead time.Duration
 	// Logger receives unparseable-row reports and state warnings
 	// (slog.Default() when nil).
 	Logger *slog.Logger
@@ -47,6 +59,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RecoverTimeout <= 0 {
 		c.RecoverTimeout = DefaultRecoverTimeout
+	}
+	if c.MaxEventAhead <= 0 {
+		c.MaxEventAhead = DefaultMaxEventAhead
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -26,9 +26,14 @@
 // re-run of N loads state N-1 and the recorded watermark, and so produces
 // the same rows, which the table's marker then commits at most once.
 //
-// Rows that cannot be parsed (bronze only holds events that passed the
-// contract, so this should not happen) are counted, logged and reported in
-// the batch's summary and progress row; they stay in bronze.
+// Rows that cannot be parsed are counted, logged and reported in the
+// batch's summary and progress row; they stay in bronze. Bronze only holds
+// events that passed the ingest contract, and the contract refuses whatever
+// silver cannot store (both take their rules from internal/recentchange), so
+// this happens only to rows an earlier contract let in. Among them are edits
+// whose times break the event-time rule (recentchange.CheckTimes against
+// the row's broker_ts, Config.MaxEventAhead): they are counted unparseable
+// and never move the watermark.
 //
 // If the checkpoint directory is lost, the stream engine continues from the
 // table's marker (stream.RebuildFromTable) and silver rebuilds the missing

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"time"
+
+	"lakehouse/internal/recentchange"
 )
 
 // rawEvent is the part of a recentchange event silver reads. Pointers tell
@@ -63,9 +65,14 @@ type edit struct {
 // errSkip marks an event of a type silver does not keep.
 var errSkip = errors.New("not an edit or new event")
 
-// parseEdit parses raw. It returns errSkip for well-formed events of other
-// types, and a descriptive error for anything silver cannot store.
-func parseEdit(raw []byte) (edit, error) {
+// parseEdit parses raw, which the broker received at received (bronze's
+// broker_ts; zero if unknown). It returns errSkip for well-formed events of
+// other types, and a descriptive error for anything silver cannot store,
+// including an edit whose times break recentchange.CheckTimes with margin
+// maxAhead: the contract refuses those at ingest, so this only meets events
+// that an earlier contract (or a different margin) let into bronze, and it
+// keeps them from moving the watermark.
+func parseEdit(raw []byte, received time.Time, maxAhead time.Duration) (edit, error) {
 	var ev rawEvent
 	if !scanEvent(raw, &ev) {
 		ev = rawEvent{}
@@ -73,11 +80,11 @@ func parseEdit(raw []byte) (edit, error) {
 			return edit{}, fmt.Errorf("decode event: %w", err)
 		}
 	}
-	return editOf(&ev)
+	return editOf(&ev, received, maxAhead)
 }
 
 // editOf checks a decoded event and builds its edit.
-func editOf(ev *rawEvent) (edit, error) {
+func editOf(ev *rawEvent, received time.Time, maxAhead time.Duration) (edit, error) {
 	if ev.Type != "edit" && ev.Type != "new" {
 		if ev.Type == "" {
 			return edit{}, errors.New("decode event: no type")
@@ -109,9 +116,13 @@ func editOf(ev *rawEvent) (edit, error) {
 	case ev.Revision == nil || ev.Revision.New == nil:
 		return missing("revision.new")
 	}
-	dt, err := time.Parse(time.RFC3339Nano, ev.Meta.DT)
+	dt, err := recentchange.ParseDT(ev.Meta.DT)
 	if err != nil {
 		return edit{}, fmt.Errorf("decode %s event %q: meta.dt: %w", ev.Type, ev.Meta.ID, err)
+	}
+	// Bounded times also keep the microseconds below from overflowing.
+	if err := recentchange.CheckTimes(*ev.Timestamp, dt, received, maxAhead); err != nil {
+		return edit{}, fmt.Errorf("decode %s event %q: %w", ev.Type, ev.Meta.ID, err)
 	}
 	return edit{
 		ID:         ev.Meta.ID,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -69,13 +70,15 @@ func sampleBronze(from int64) arrow.RecordBatch {
 	defer rb.Release()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// When the broker received them: after the recording's meta.dt.
+	received := arrow.Timestamp(time.Date(2026, 2, 26, 16, 0, 0, 0, time.UTC).UnixMicro())
 	for off := from; sc.Scan(); off++ {
 		rb.Field(0).(*array.Int32Builder).Append(0)
 		rb.Field(1).(*array.Int64Builder).Append(off)
-		rb.Field(2).(*array.TimestampBuilder).Append(0)
+		rb.Field(2).(*array.TimestampBuilder).Append(received)
 		rb.Field(3).(*array.StringBuilder).AppendNull()
 		rb.Field(4).(*array.StringBuilder).Append(sc.Text())
-		rb.Field(5).(*array.TimestampBuilder).Append(0)
+		rb.Field(5).(*array.TimestampBuilder).Append(received)
 	}
 	return rb.NewRecordBatch()
 }

@@ -204,7 +204,7 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 		if err != nil {
 			return nil, fmt.Errorf("process silver batch %d: %w", b.ID, err)
 		}
-		parsed, err := parseAll(ctx, cols, int(rec.NumRows()))
+		parsed, err := parseAll(ctx, cols, int(rec.NumRows()), p.cfg.MaxEventAhead)
 		if err != nil {
 			return nil, err
 		}
@@ -257,7 +257,7 @@ type parseResult struct {
 // parseAll parses the n raw events of cols on up to GOMAXPROCS goroutines
 // (JSON decoding is most of silver's work); the results are in row order,
 // so the dedup pass that follows is sequential and deterministic.
-func parseAll(ctx context.Context, cols bronzeCols, n int) ([]parseResult, error) {
+func parseAll(ctx context.Context, cols bronzeCols, n int, maxAhead time.Duration) ([]parseResult, error) {
 	out := make([]parseResult, n)
 	workers := min(runtime.GOMAXPROCS(0), (n+parseChunk-1)/parseChunk)
 	var next atomic.Int64
@@ -272,7 +272,7 @@ func parseAll(ctx context.Context, cols bronzeCols, n int) ([]parseResult, error
 					return
 				}
 				for i := lo; i < min(lo+parseChunk, n); i++ {
-					out[i].e, out[i].err = parseEdit(cols.value(i))
+					out[i].e, out[i].err = parseEdit(cols.value(i), cols.received(i), maxAhead)
 				}
 			}
 		}()
@@ -288,6 +288,7 @@ func parseAll(ctx context.Context, cols bronzeCols, n int) ([]parseResult, error
 type bronzeCols struct {
 	part *array.Int32
 	off  *array.Int64
+	ts   *array.Timestamp // broker_ts (µs); nil: unknown
 	str  *array.String
 	bin  *array.Binary
 }
@@ -301,6 +302,10 @@ func bronzeColumns(rec arrow.RecordBatch) (bronzeCols, error) {
 			c.part, _ = rec.Column(i).(*array.Int32)
 		case "broker_offset":
 			c.off, _ = rec.Column(i).(*array.Int64)
+		case "broker_ts":
+			if tt, ok := f.Type.(*arrow.TimestampType); ok && tt.Unit == arrow.Microsecond {
+				c.ts, _ = rec.Column(i).(*array.Timestamp)
+			}
 		case "value":
 			c.str, _ = rec.Column(i).(*array.String)
 			c.bin, _ = rec.Column(i).(*array.Binary)
@@ -314,6 +319,14 @@ func bronzeColumns(rec arrow.RecordBatch) (bronzeCols, error) {
 
 func (c bronzeCols) partition(i int) int32 { return c.part.Value(i) }
 func (c bronzeCols) offset(i int) int64    { return c.off.Value(i) }
+
+// received is when the broker received row i (zero if unknown).
+func (c bronzeCols) received(i int) time.Time {
+	if c.ts == nil || c.ts.IsNull(i) {
+		return time.Time{}
+	}
+	return time.UnixMicro(int64(c.ts.Value(i)))
+}
 func (c bronzeCols) value(i int) []byte {
 	if c.str != nil {
 		return []byte(c.str.Value(i))

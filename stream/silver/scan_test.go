@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // checkScan fails t if scanEvent accepts raw with a result other than
@@ -110,7 +111,7 @@ func TestParseEditSameWithoutFastPath(t *testing.T) {
 		inputs = append(inputs, []byte(c))
 	}
 	for _, raw := range inputs {
-		got, gotErr := parseEdit(raw)
+		got, gotErr := parseEdit(raw, time.Time{}, DefaultMaxEventAhead)
 		want, wantErr := parseEditReference(raw)
 		if !reflect.DeepEqual(got, want) || (gotErr == nil) != (wantErr == nil) ||
 			gotErr != nil && gotErr.Error() != wantErr.Error() {
@@ -125,7 +126,7 @@ func parseEditReference(raw []byte) (edit, error) {
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return edit{}, fmt.Errorf("decode event: %w", err)
 	}
-	return editOf(&ev)
+	return editOf(&ev, time.Time{}, DefaultMaxEventAhead)
 }
 
 func FuzzScanEventMatchesEncodingJSON(f *testing.F) {
