@@ -19,6 +19,7 @@ import (
 	"lakehouse/ingest"
 	"lakehouse/marts"
 	"lakehouse/stream"
+	"lakehouse/stream/sessions"
 	"lakehouse/table"
 	"lakehouse/verify"
 )
@@ -38,6 +39,7 @@ type pipelineFlags struct {
 	checkpointLoss string
 	watermark      time.Duration
 	sessionGap     time.Duration
+	sessionMax     time.Duration // as sessions.Config.MaxSessionLength: 0 the default, negative none
 	refresh        time.Duration
 	httpAddr       string
 	httpRemote     bool
@@ -70,6 +72,18 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.checkpointLoss, "checkpoint-loss", "rebuild", "when a query's checkpoint is lost: rebuild (position from the table's marker, no duplicates) or fresh (Spark's behaviour: new query id, re-read everything, DUPLICATES)")
 	fs.DurationVar(&f.watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
 	fs.DurationVar(&f.sessionGap, "session-gap", 30*time.Minute, "inactivity gap that ends an editor session")
+	fs.Func("session-max", "longest an editor session may last, from its first edit to its last: an editor active for longer gets consecutive sessions; it must exceed --watermark; 0 or off: no maximum (default "+sessions.DefaultMaxSessionLength.String()+")", func(v string) error {
+		if v == "off" || v == "0" {
+			f.sessionMax = -1
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration, 0 or off, got %q", v)
+		}
+		f.sessionMax = d
+		return nil
+	})
 	fs.DurationVar(&f.refresh, "refresh", 5*time.Minute, "gold marts and asset checks refresh interval (0 disables marts)")
 	fs.StringVar(&f.httpAddr, "http", defaultHTTPAddr, "serve the dashboard, /metrics, /healthz, /readyz and /api/status on this address (off: none); a non-loopback address needs --http-remote and a token")
 	fs.BoolVar(&f.httpRemote, "http-remote", false, "allow --http on a non-loopback address (every request then needs the bearer token)")
