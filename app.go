@@ -19,6 +19,7 @@ import (
 	"lakehouse/ingest"
 	"lakehouse/marts"
 	"lakehouse/stream"
+	"lakehouse/stream/sessions"
 	"lakehouse/table"
 	"lakehouse/verify"
 )
@@ -39,6 +40,7 @@ type pipelineFlags struct {
 	watermark      time.Duration
 	maxEventAhead  time.Duration
 	sessionGap     time.Duration
+	sessionMax     time.Duration // as sessions.Config.MaxSessionLength: 0 the default, negative none
 	refresh        time.Duration
 	httpAddr       string
 	httpRemote     bool
@@ -72,6 +74,18 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
 	fs.DurationVar(&f.maxEventAhead, "max-event-ahead", ingest.DefaultMaxEventAhead, "event time is bounded by intake time: an event whose timestamp is more than this ahead of its meta.dt, or whose meta.dt is more than this ahead of the broker's clock, goes to the DLQ (silver applies the same rule), so a bad clock never moves the watermark")
 	fs.DurationVar(&f.sessionGap, "session-gap", 30*time.Minute, "inactivity gap that ends an editor session")
+	fs.Func("session-max", "longest an editor session may last, from its first edit to its last: an editor active for longer gets consecutive sessions; it must exceed --watermark; 0 or off: no maximum (default "+sessions.DefaultMaxSessionLength.String()+")", func(v string) error {
+		if v == "off" || v == "0" {
+			f.sessionMax = -1
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration, 0 or off, got %q", v)
+		}
+		f.sessionMax = d
+		return nil
+	})
 	fs.DurationVar(&f.refresh, "refresh", 5*time.Minute, "gold marts and asset checks refresh interval (0 disables marts)")
 	fs.StringVar(&f.httpAddr, "http", defaultHTTPAddr, "serve the dashboard, /metrics, /healthz, /readyz and /api/status on this address (off: none); a non-loopback address needs --http-remote and a token")
 	fs.BoolVar(&f.httpRemote, "http-remote", false, "allow --http on a non-loopback address (every request then needs the bearer token)")

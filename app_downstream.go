@@ -39,7 +39,8 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	if p.flags.sessTrigger > 0 {
 		ecfg.Trigger = p.flags.sessTrigger
 	}
-	eq, _, err := sessions.NewQuery(p.lake, ecfg, sessions.Config{SessionGap: p.flags.sessionGap, WatermarkDelay: p.flags.watermark})
+	eq, _, err := sessions.NewQuery(p.lake, ecfg, sessions.Config{SessionGap: p.flags.sessionGap,
+		WatermarkDelay: p.flags.watermark, MaxSessionLength: p.flags.sessionMax})
 	if err != nil {
 		return err
 	}

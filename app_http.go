@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"lakehouse/internal/dashboard"
+	"lakehouse/stream/sessions"
 	"lakehouse/verify"
 )
 
@@ -212,8 +213,21 @@ func (p *pipeline) settings() map[string]string {
 	return map[string]string{
 		"data": f.data, "warehouse": p.lake.Warehouse(), "source": source,
 		"trigger": f.trigger.String(), "watermark": f.watermark.String(), "session_gap": f.sessionGap.String(),
-		"refresh": f.refresh.String(), "partitions": strconv.Itoa(f.partitions),
+		"session_max": sessionMaxSetting(f.sessionMax),
+		"refresh":     f.refresh.String(), "partitions": strconv.Itoa(f.partitions),
 		"max_snapshots": strconv.Itoa(maxSnapshots), "retention": f.retention.String(),
 		"checkpoint_loss": strings.ToLower(f.checkpointLoss),
 	}
+}
+
+// sessionMaxSetting shows --session-max as the sessions query applies it
+// (0s: no maximum, as the flag says it).
+func sessionMaxSetting(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d == 0:
+		return sessions.DefaultMaxSessionLength.String()
+	}
+	return d.String()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,13 @@ const demoMarker = ".lakehouse-demo"
 
 const defaultDemoDir = "./lakehouse-demo"
 
+// defaultDemoSpan is how much past the demo's event times cover: at the
+// demo's 4,000 events, 6 hours is about one event every 5 s, a pace at which
+// the busiest editors have sessions of an hour or two, and most sessions
+// end more than the 40 minutes (gap plus watermark) before now that closing
+// them takes; the hourly mart gets 7 hours.
+const defaultDemoSpan = 6 * time.Hour
+
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
 	var f pipelineFlags
@@ -33,6 +41,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	events := fs.Int("events", 2000, "events in the generated recording (shaped like the 50 real ones)")
 	loops := fs.Int("loops", 2, "times the recording is played, each with fresh event ids")
 	rate := fs.Float64("rate", 5000, "replay pace in events/s (0: flat out)")
+	span := fs.Duration("span", defaultDemoSpan, "event times of the replay spread over this much of the past, ending now, so that sessions close (a session is written a gap plus the watermark after its last edit); 0: stamped when sent")
 	follow := fs.Bool("follow", false, "keep running after the summary (Ctrl-C stops)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up if the pipeline has not drained by then")
 	if err := parseFlags(fs, args); err != nil {
@@ -51,7 +60,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	replay, url, err := ingest.Demo("127.0.0.1:0", 1, *events, *loops, *rate)
+	replay, url, err := ingest.Demo("127.0.0.1:0", 1, *events, *loops, *rate, *span)
 	if err != nil {
 		return fmt.Errorf("start replay server: %w", err)
 	}
@@ -60,6 +69,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.source = url
 	fmt.Fprintf(stdout, "demo: replaying %d events (%d loops of %d, plus %d contract violations and %d canaries) from %s\n",
 		counts.Events, counts.Loops, *events, counts.Violations, counts.Canaries, url)
+	if *span > 0 {
+		fmt.Fprintf(stdout, "demo: event times spread over the last %s, in order, the newest now: none late; sessions that ended before the last %s (gap + watermark) close\n",
+			*span, f.sessionGap+f.watermark)
+	}
 
 	p, err := openPipeline(ctx, f, log)
 	if err != nil {
@@ -76,36 +89,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	want := counts.OnTime + counts.Resent + counts.Late
 	deadline := time.Now().Add(*timeout)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	lastLine := ""
-	for {
-		select {
-		case err := <-errc:
-			if err == nil {
-				err = ctx.Err()
-			}
-			return fmt.Errorf("pipeline stopped before draining: %w", err)
-		case <-ctx.Done():
-			stop()
-			<-errc
-			return ctx.Err()
-		case <-tick.C:
-		}
-		st := p.status(ctx)
-		line := fmt.Sprintf("demo: broker %d/%d events, dead-letter %d, %s", st.Topics[ingest.DefaultTopic], want, st.Topics[ingest.DefaultDLQTopic], st.Lags())
-		drained := st.Drained(ingest.DefaultTopic, want)
-		if line != lastLine {
-			fmt.Fprintln(stdout, line)
-			lastLine = line
-		}
-		if drained {
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			<-errc
-			return fmt.Errorf("pipeline did not drain within %s", *timeout)
+	if err := p.demoDrain(ctx, stdout, errc, stop, want, deadline, *timeout); err != nil {
+		return err
+	}
+	if *span > 0 {
+		// Sessions emits what a batch's watermark closes, and the watermark
+		// of a batch is fixed before it runs from the batches before it: the
+		// batch that took the last events did not close what they made
+		// due. The stream's next event does, as on the live stream.
+		replay.Loops(demoNextEdit(), 1)
+		fmt.Fprintln(stdout, "demo: caught up; one more edit, stamped now, as the stream's next event: its sessions batch closes the sessions the watermark passed")
+		if err := p.demoDrain(ctx, stdout, errc, stop, want+1, deadline, *timeout); err != nil {
+			return err
 		}
 	}
 	if err := p.demoSummary(ctx, stdout); err != nil {
@@ -130,6 +125,57 @@ demo: the lake is in %s
 		return err
 	}
 	return nil
+}
+
+// demoDrain waits until the broker holds want events and every query has
+// caught up, printing a line whenever the state changes.
+func (p *pipeline) demoDrain(ctx context.Context, stdout io.Writer, errc chan error, stop func(), want int64, deadline time.Time, timeout time.Duration) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastLine := ""
+	for {
+		select {
+		case err := <-errc:
+			if err == nil {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("pipeline stopped before draining: %w", err)
+		case <-ctx.Done():
+			stop()
+			<-errc
+			return ctx.Err()
+		case <-tick.C:
+		}
+		st := p.status(ctx)
+		line := fmt.Sprintf("demo: broker %d/%d events, dead-letter %d, %s", st.Topics[ingest.DefaultTopic], want, st.Topics[ingest.DefaultDLQTopic], st.Lags())
+		if line != lastLine {
+			fmt.Fprintln(stdout, line)
+			lastLine = line
+		}
+		if st.Drained(ingest.DefaultTopic, want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			<-errc
+			return fmt.Errorf("pipeline did not drain within %s", timeout)
+		}
+	}
+}
+
+// demoNextEdit is one generated edit (silver keeps it, so sessions runs a
+// batch for it), to be stamped when it is sent.
+func demoNextEdit() ingest.Recording {
+	rec := ingest.Generate(2, 50)
+	for _, ev := range rec.Events {
+		var m struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(ev, &m) == nil && m.Type == "edit" {
+			return ingest.Recording{Events: [][]byte{ev}}
+		}
+	}
+	panic("no edit among 50 generated events")
 }
 
 // resetDemoDir prepares a fresh demo directory: it creates it, or empties

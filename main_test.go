@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"lakehouse/marts"
 	"lakehouse/verify"
 )
 
@@ -144,9 +145,20 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo exited %d:\n%s", code, out.String())
 	}
 	for _, want := range []string{"asset check PASS silver_unique_event_ids", "asset check PASS bronze_offsets_match_broker",
-		"asset check PASS gold_reconciles_silver", "gold marts:", "the lake is in"} {
+		"asset check PASS gold_reconciles_silver", "gold marts:", "sessions of the newest day:", "the lake is in"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Event times spread over hours: sessions close and every gold mart
+	// has rows.
+	for _, tbl := range append([]string{"silver.editor_sessions"}, marts.GoldTables...) {
+		var q strings.Builder
+		if code := run([]string{"query", "--data", dir, "--format", "csv", "SELECT count(*) AS n FROM " + tbl}, &q, &q); code != 0 {
+			t.Fatalf("query %s exited %d:\n%s", tbl, code, q.String())
+		}
+		if n := strings.TrimSpace(strings.TrimPrefix(q.String(), "n\n")); n == "0" || n == "" {
+			t.Errorf("after the demo %s has no rows (%q)", tbl, q.String())
 		}
 	}
 	// The lake the demo left passes the verifier; a second demo resets it.

@@ -25,7 +25,7 @@ func Example() {
 	}
 	defer db.Close()
 
-	replay, url, err := ingest.Demo("127.0.0.1:0", 1, 2000, 1, 0)
+	replay, url, err := ingest.Demo("127.0.0.1:0", 1, 2000, 1, 0, 0)
 	if err != nil {
 		panic(err)
 	}

@@ -33,7 +33,8 @@ type ReplayConfig struct {
 	Rate float64
 	// Restamp rewrites timestamp and meta.dt of every event to the time it
 	// is first sent (keeping the recorded intake delay between them). Late
-	// events are always stamped send time minus their age.
+	// events are always stamped send time minus their age; events Backdate
+	// stamped keep that stamp.
 	Restamp bool
 	// IDGroup is how many consecutive events share one SSE id (stream
 	// position), as timestamp-based ids do on the real stream. Default 1.
@@ -286,6 +287,32 @@ func (r *Replay) ResendRange(from, to int) error {
 	return nil
 }
 
+// Backdate stamps the events held and not yet stamped (all but late ones)
+// as if they had been taken in evenly over the span before now, in log
+// order: the i-th of n at now - span + span*(i+1)/n, so the last is stamped
+// now. Their timestamp and meta.dt are rewritten for that stamp when sent
+// (with the recorded intake delay between them, as Restamp does) and stay
+// the same on a resend, so a replay of a recording covers hours of event
+// time while it is sent in seconds. Event times then rise along the log
+// as on the real stream, never lie ahead of the time they are sent, and
+// the newest is about now: none is late for a watermark that trails the
+// newest event time, and the watermark reaches now minus its delay.
+func (r *Replay) Backdate(span time.Duration) {
+	now := time.Now().UnixNano()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var todo []*entry
+	for _, e := range r.entries {
+		if e.kind != KindLate && e.stamp.Load() == 0 {
+			todo = append(todo, e)
+		}
+	}
+	for i, e := range todo {
+		back := float64(span) * float64(len(todo)-1-i) / float64(len(todo))
+		e.stamp.CompareAndSwap(0, now-int64(back))
+	}
+}
+
 // Violations enqueues n events that break the contract, cycling through
 // ViolationKinds (not JSON, missing meta.id, bad type, ...).
 func (r *Replay) Violations(n int) { r.violations(n, 0) }
@@ -498,7 +525,7 @@ func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			idBuf = r.appendID(idBuf[:0], int64(idx/r.cfg.IDGroup))
 			bw.Write(idBuf)
 			bw.WriteString("\ndata: ")
-			e.writeData(bw, r.cfg.Seed, r.cfg.Restamp || e.kind == KindLate, now)
+			e.writeData(bw, r.cfg.Seed, r.cfg.Restamp || e.kind == KindLate || e.stamp.Load() != 0, now)
 			if _, err := bw.WriteString("\n\n"); err != nil {
 				return
 			}
@@ -528,14 +555,18 @@ func pace(start time.Time, sent int64, rate float64) time.Duration {
 }
 
 // Demo starts a replay server on addr (use "127.0.0.1:0") that plays
-// events generated from the 50 real ones, restamped to now, at rate events/s
-// (0 = flat out) in loops passes, with a few contract violations and canaries
-// mixed in. Point Config.URL at the returned URL; Close the Replay when done.
-func Demo(addr string, seed int64, events, loops int, rate float64) (*Replay, string, error) {
+// events generated from the 50 real ones at rate events/s (0 = flat out) in
+// loops passes, with a few contract violations and canaries mixed in, their
+// times spread over the span before now (Backdate; 0: stamped when sent).
+// Point Config.URL at the returned URL; Close the Replay when done.
+func Demo(addr string, seed int64, events, loops int, rate float64, span time.Duration) (*Replay, string, error) {
 	r := NewReplay(ReplayConfig{Seed: seed, Rate: rate, Restamp: true})
 	r.Loops(Generate(seed, events), loops)
 	r.Violations(max(1, events/500))
 	r.Canaries(max(1, events/1000))
+	if span > 0 {
+		r.Backdate(span)
+	}
 	url, err := r.Start(addr)
 	if err != nil {
 		return nil, "", err

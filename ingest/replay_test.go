@@ -280,3 +280,49 @@ func TestReplaySince(t *testing.T) {
 		t.Fatalf("first event after since: got %s, want %s (index 10)", got, want)
 	}
 }
+
+// Backdate spreads the held events over the span before now, in log order,
+// the last at about now; a resend keeps the stamps, and late events keep
+// their own (send time minus age).
+func TestReplayBackdate(t *testing.T) {
+	r, url := startReplay(t, ReplayConfig{Seed: 1, Restamp: true})
+	rec := Generate(12, 10)
+	r.Loops(rec, 1)
+	r.Late(1, 2*time.Hour)
+	const span = 6 * time.Hour
+	before := time.Now()
+	r.Backdate(span)
+	first := readEvents(t, url, "", 11)
+	second := readEvents(t, url, "", 11)
+	var prev time.Time
+	for i := range first {
+		var m struct {
+			Meta struct {
+				DT string `json:"dt"`
+			} `json:"meta"`
+		}
+		if err := json.Unmarshal([]byte(first[i].Data), &m); err != nil {
+			t.Fatal(err)
+		}
+		dt, err := time.Parse(time.RFC3339Nano, m.Meta.DT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := before.Add(-span + span*time.Duration(i+1)/10)
+		if i == 10 {
+			want = before.Add(-2 * time.Hour)
+		} else if i > 0 && !dt.After(prev) {
+			t.Errorf("event %d: meta.dt %v not after the previous %v", i, dt, prev)
+		}
+		if d := dt.Sub(want); d < -time.Second || d > 10*time.Second {
+			t.Errorf("event %d: meta.dt %v, want about %v", i, dt, want)
+		}
+		if err := Validate([]byte(first[i].Data)); err != nil {
+			t.Errorf("event %d: backdated event fails the contract: %v", i, err)
+		}
+		if first[i].Data != second[i].Data {
+			t.Errorf("event %d: second send differs from the first", i)
+		}
+		prev = dt
+	}
+}

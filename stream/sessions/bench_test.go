@@ -37,21 +37,27 @@ func longSession(n int, bridge bool) [][]edit {
 
 // BenchmarkLongSession drives a processor as the runner does (PlanMeta,
 // Process, SaveState; no durable write) through one editor's session of n
-// edits. ns/edit stays flat as n grows when add is linear; save-ns/edit is
-// the SaveState part, which grows with the session only through the full
-// snapshot written every MaxDeltaChain batches; state-B/batch is the mean
-// size SaveState returned.
+// edits (no maximum length). ns/edit stays flat as n grows when add is
+// linear; save-ns/edit is the SaveState part, which grows with the session
+// only through the full snapshot written every MaxDeltaChain batches;
+// state-B/batch is the mean size SaveState returned. capped: the extend
+// shape under the default maximum (4 h: sessions of 241 edits), where
+// edits past the maximum are held back until the watermark passes them.
 func BenchmarkLongSession(b *testing.B) {
-	for _, shape := range []string{"extend", "bridge"} {
+	for _, shape := range []string{"extend", "bridge", "capped"} {
 		for _, n := range []int{2500, 10000} {
 			b.Run(fmt.Sprintf("%s/edits=%d", shape, n), func(b *testing.B) {
-				benchLongSession(b, longSession(n, shape == "bridge"))
+				cfg := Config{Logger: quietLogger(), MaxSessionLength: -1}
+				if shape == "capped" {
+					cfg.MaxSessionLength = 0
+				}
+				benchLongSession(b, cfg, longSession(n, shape == "bridge"))
 			})
 		}
 	}
 }
 
-func benchLongSession(b *testing.B, batches [][]edit) {
+func benchLongSession(b *testing.B, cfg Config, batches [][]edit) {
 	ctx := context.Background()
 	n := 0
 	for _, es := range batches {
@@ -64,7 +70,7 @@ func benchLongSession(b *testing.B, batches [][]edit) {
 		for j, es := range batches {
 			recs[j] = silverRecord(b, es)
 		}
-		p := NewProcessor(Config{Logger: quietLogger()}, nil)
+		p := NewProcessor(cfg, nil)
 		start := time.Now()
 		for j, rec := range recs {
 			bt := stream.Batch{Query: QueryName, QueryID: "q", ID: int64(j)}
@@ -89,8 +95,8 @@ func benchLongSession(b *testing.B, batches [][]edit) {
 			saved += int64(len(st))
 		}
 		elapsed += time.Since(start)
-		if got := p.OpenSessions(); got != 1 {
-			b.Fatalf("open sessions: got %d, want 1", got)
+		if got := p.OpenSessions(); got < 1 || got > 2 || (cfg.MaxSessionLength < 0 && got != 1) {
+			b.Fatalf("open sessions: got %d, want 1 (or 2 after a split)", got)
 		}
 	}
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*n), "ns/edit")

@@ -28,6 +28,11 @@ const (
 	killPerSnap   = 25
 )
 
+// killSessions is the kill test's sessions configuration: a maximum short
+// enough that the scenario's busy editors (active for its 80 minutes) have
+// their sessions split, several times each.
+var killSessions = Config{MaxSessionLength: 20 * time.Minute}
+
 func killConfig(dir string) stream.Config {
 	return stream.Config{DataDir: dir, MaxOffsetsPerTrigger: 1, Trigger: -1, RetainBatches: 30,
 		ProgressEvery: 3, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
@@ -51,7 +56,7 @@ func TestSessionsKillChild(t *testing.T) {
 		cfg.ProgressEvery, cfg.ProgressInterval = 1<<30, time.Hour // keep table hooks in sink commits
 		fault.Arm(hook, skip)
 	}
-	q, _, err := NewQuery(lake, cfg, Config{})
+	q, _, err := NewQuery(lake, cfg, killSessions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +120,7 @@ func TestSessionsKill(t *testing.T) {
 	defer lake.Close()
 	cfg := killConfig(dir)
 	cfg.Logger = quietLogger()
-	q, _, err := NewQuery(lake, cfg, Config{})
+	q, _, err := NewQuery(lake, cfg, killSessions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +185,7 @@ func verifySessions(t *testing.T, lake *table.Lake, sc silvertest.Scenario, last
 		}
 		got[s.ID] = s
 	}
-	want := sc.ExpectedSessions(DefaultSessionGap)
+	want := sc.ExpectedSessions(DefaultSessionGap, killSessions.MaxSessionLength)
 	if len(got) != len(want) {
 		t.Errorf("sessions: got %d, want %d (computed from the scenario)", len(got), len(want))
 	}
@@ -206,9 +211,16 @@ func verifySessions(t *testing.T, lake *table.Lake, sc silvertest.Scenario, last
 	if edits != wantEdits {
 		t.Errorf("edits in sessions: got %d, want %d", edits, wantEdits)
 	}
-	t.Logf("%d sessions with %d edits, as computed from the scenario", len(want), wantEdits)
-	if len(want) < 10 {
-		t.Errorf("scenario too small: %d sessions", len(want))
+	long := 0
+	for _, w := range want {
+		if w.End.Sub(w.Start) > killSessions.MaxSessionLength*3/4 {
+			long++
+		}
+	}
+	t.Logf("%d sessions with %d edits, as computed from the scenario; %d of them last more than 3/4 of the maximum",
+		len(want), wantEdits, long)
+	if len(want) < 10 || long < 5 {
+		t.Errorf("scenario too small: %d sessions, %d near the maximum; want >= 10, 5", len(want), long)
 	}
 
 	snaps, err := lake.AppendsAfter(context.Background(), table.EditorSessions, 0)

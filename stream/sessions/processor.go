@@ -1,10 +1,12 @@
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -29,8 +31,9 @@ type Processor struct {
 	alloc memory.Allocator
 	now   func() time.Time
 
-	st  *state
-	buf []byte // SaveState's encoding buffer, reused
+	st    *state
+	buf   []byte // SaveState's encoding buffer, reused
+	edits []edit // Process's on-time rows, reused
 
 	stats      stream.ProcessStats // of the last processed batch
 	statsBatch int64               // which batch stats belongs to
@@ -171,7 +174,16 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 	}()
 	wm := meta.WatermarkMicros()
 	c := stream.ProcessStats{Watermark: meta.Watermark}
+	maxLen := p.cfg.maxLength()
+	if wm != noTime && s.MaxEvent != noTime && s.MaxEvent-wm >= maxLen {
+		// Planned with a longer delay than the maximum (a changed
+		// configuration): splits may then depend on the batching.
+		p.cfg.Logger.Error("sessions: watermark trails the newest event by more than the maximum session length",
+			"batch", b.ID, "lag", time.Duration(s.MaxEvent-wm)*time.Microsecond, "max", p.cfg.MaxSessionLength)
+	}
+	s.release(wm, p.cfg.SessionGap, maxLen)
 	maxEvent := s.MaxEvent
+	edits := p.edits[:0]
 	for _, rec := range in {
 		cols, err := silverColumns(rec)
 		if err != nil {
@@ -184,9 +196,17 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 				c.DroppedByWatermark++
 				continue
 			}
-			s.add(e, p.cfg.SessionGap)
+			edits = append(edits, e)
 		}
 	}
+	// In event time (stable: ties keep silver's order), which the exact
+	// maximum length relies on (see state.add).
+	slices.SortStableFunc(edits, func(a, b edit) int { return cmp.Compare(a.At, b.At) })
+	for _, e := range edits {
+		s.add(e, p.cfg.SessionGap, maxLen)
+	}
+	clear(edits) // they point into the batch's Arrow buffers
+	p.edits = edits[:0]
 	if c.DroppedByWatermark > 0 {
 		p.cfg.Logger.Warn("sessions: late silver rows dropped", "batch", b.ID, "count", c.DroppedByWatermark)
 	}

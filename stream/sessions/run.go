@@ -25,6 +25,9 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 		scfg.Logger = cfg.Logger
 	}
 	scfg = scfg.withDefaults()
+	if err := scfg.validate(); err != nil {
+		return nil, nil, fmt.Errorf("new sessions query: %w", err)
+	}
 	scfg.MaxDeltaChain = max(1, min(scfg.MaxDeltaChain, cfg.RetainBatches/2))
 	cp, err := stream.OpenCheckpoint(cfg.CheckpointDir)
 	if err != nil {

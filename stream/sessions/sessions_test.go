@@ -121,3 +121,75 @@ func TestSessionIDDeterministic(t *testing.T) {
 		t.Errorf("session ids: got %s", a)
 	}
 }
+
+// An editor active for ten hours, an edit every five minutes, gets
+// sessions of at most the maximum (four hours): the same three whether the
+// edits come in one batch, one per batch, or one per batch with every pair
+// swapped (each second edit five minutes late, within the delay), and when
+// every batch is re-run from state N-1 by a fresh processor.
+func TestMaxSessionLengthSplits(t *testing.T) {
+	cfg := Config{SessionGap: 30 * time.Minute, WatermarkDelay: 10 * time.Minute, MaxSessionLength: 4 * time.Hour}
+	var edits []edit
+	for m := 0; m <= 600; m += 5 {
+		edits = append(edits, edit{Wiki: "wikidatawiki", User: "TirelessBot", Title: fmt.Sprintf("Q%d", m%50), Bot: true,
+			At: t0.Add(time.Duration(m) * time.Minute).UnixMicro(), Delta: int64(m%7 - 3)})
+	}
+	flush := edit{Wiki: "enwiki", User: "Later", Title: "F", At: t0.Add(20 * time.Hour).UnixMicro(), Delta: 1}
+	type span struct{ start, end string }
+	want := []span{{"0s", "4h0m0s"}, {"4h5m0s", "8h5m0s"}, {"8h10m0s", "10h0m0s"}}
+
+	swapped := slices.Clone(edits)
+	for i := 0; i+1 < len(swapped); i += 2 {
+		swapped[i], swapped[i+1] = swapped[i+1], swapped[i]
+	}
+	one := func(es []edit) [][]edit {
+		var out [][]edit
+		for _, e := range es {
+			out = append(out, []edit{e})
+		}
+		return out
+	}
+	var first []sessionRow
+	for _, tc := range []struct {
+		name    string
+		batches [][]edit
+		replay  bool
+	}{
+		{"one batch", [][]edit{edits}, false},
+		{"one edit per batch", one(edits), false},
+		{"pairs swapped", one(swapped), false},
+		{"pairs swapped, each batch replayed", one(swapped), true},
+	} {
+		h := newHarness(t, cfg)
+		var rows []sessionRow
+		for i, b := range append(tc.batches, []edit{flush}, []edit{flush}) {
+			got, _ := h.run(h.p, -1, b)
+			if tc.replay {
+				fresh := NewProcessor(Config{SessionGap: cfg.SessionGap, WatermarkDelay: cfg.WatermarkDelay,
+					MaxSessionLength: cfg.MaxSessionLength, Logger: quietLogger()}, h.cp)
+				if again, _ := h.run(fresh, int64(i), b); !slices.Equal(again, got) {
+					t.Fatalf("%s: batch %d replayed from state %d: got %v, want %v", tc.name, i, i-1, again, got)
+				}
+				h.p = fresh
+			}
+			rows = append(rows, got...)
+		}
+		var spans []span
+		var n int64
+		for _, r := range rows {
+			spans = append(spans, span{r.Start.Sub(t0).String(), r.End.Sub(t0).String()})
+			n += r.Edits
+			if r.End.Sub(r.Start) > cfg.MaxSessionLength {
+				t.Errorf("%s: session %s lasts %s, over the maximum", tc.name, r.ID, r.End.Sub(r.Start))
+			}
+		}
+		if !slices.Equal(spans, want) || n != int64(len(edits)) {
+			t.Errorf("%s: sessions %v with %d edits, want %v with %d", tc.name, spans, n, want, len(edits))
+		}
+		if first == nil {
+			first = rows
+		} else if !slices.Equal(rows, first) {
+			t.Errorf("%s: rows differ from one batch's:\ngot  %v\nwant %v", tc.name, rows, first)
+		}
+	}
+}

@@ -28,15 +28,29 @@ type session struct {
 	added   []string // when touched: the pages this batch added
 }
 
+// held is an on-time edit held back until the watermark passes it (see
+// state.add); its editor is implied.
+type held struct {
+	At, Delta int64
+	Bot       bool
+	Title     string
+}
+
 // editor is one (wiki, user) with its open sessions.
 type editor struct {
 	Wiki, User string
-	// Sessions are ordered by Start and do not overlap (any two are more
-	// than the gap apart), so their Ends are ordered too.
+	// Sessions are ordered by Start and do not overlap, so their Ends are
+	// ordered too. Two are more than the gap apart, or the later one began
+	// because the earlier reached the maximum length.
 	Sessions []*session
+	// Held are the editor's held-back edits, ordered by At.
+	Held []held
 
 	dirty   bool    // in state.dirty
 	removed []int64 // keys (Starts before this batch) of earlier sessions this batch removed
+	folded  int     // held edits of the version before that this batch folded
+	all     bool    // ... all of them, not only those below the watermark
+	newHeld []held  // edits this batch held back (and still holds)
 }
 
 // state is the open sessions after batch Version.
@@ -46,14 +60,16 @@ type state struct {
 	Watermark int64 // watermark batch Version used, Unix µs, or noTime
 	Editors   map[string]*editor
 
-	dirty    []*editor // editors batch Version changed (some may have left Editors)
-	tracked  bool      // dirty and the sessions' marks describe batch Version
-	lastFull int64     // newest version saved (or loaded) as a full snapshot; -1 none
-	units    int       // units (see pendingUnits) saved in deltas since lastFull
+	holding  map[*editor]struct{} // editors with held edits
+	dirty    []*editor            // editors batch Version changed (some may have left Editors)
+	tracked  bool                 // dirty and the sessions' marks describe batch Version
+	lastFull int64                // newest version saved (or loaded) as a full snapshot; -1 none
+	units    int                  // units (see pendingUnits) saved in deltas since lastFull
 }
 
 func newState(version int64) *state {
-	return &state{Version: version, MaxEvent: noTime, Watermark: noTime, Editors: map[string]*editor{}, lastFull: -1}
+	return &state{Version: version, MaxEvent: noTime, Watermark: noTime, Editors: map[string]*editor{},
+		holding: map[*editor]struct{}{}, lastFull: -1}
 }
 
 func editorKey(wiki, user string) string { return wiki + "\x00" + user }
@@ -66,14 +82,43 @@ type edit struct {
 	Delta             int64
 }
 
-// add puts e into its editor's sessions: a new session when no open one
-// lies within gap of it, that session extended in place when one does, and
-// when several do (e bridges them) all of them merged into the one with the
-// most pages, the others' pages copied into it. A page is only copied into
-// a set at least as large as its own, so the copying over a session's life
-// is O(n log n) in its pages; the editor's sessions are found by binary
-// search.
-func (s *state) add(e edit, gap time.Duration) {
+// The sessions are those of walking each editor's on-time edits in event
+// time: an edit continues the current session when it is at most gap
+// after the session's last edit and at most max (the maximum length) after
+// its first, and starts a new session otherwise. Edits arrive out of
+// order, so the state cannot simply walk them; it keeps the result exact
+// this way (delay is how far the batch's watermark trails the newest event
+// time seen before it, at most WatermarkDelay, which max exceeds):
+//
+//   - Within a batch the processor adds edits in event time, so an edit e
+//     that arrives out of order comes from a later batch and is at or
+//     above that batch's watermark, while every edit folded before is at
+//     most the newest event time seen: every folded edit later than e lies
+//     within (e, e+delay].
+//   - While no open session of the editor starts more than max before e or
+//     before the editor's newest folded edit, no session can reach the
+//     maximum among these edits and the order does not matter: e joins the
+//     session it falls in or next to, merging two it bridges (fold), as
+//     plain gap sessions do; a session that e starts ends, for now, within
+//     delay of it, so the condition still holds after e.
+//   - Otherwise e is held back, and so is every later edit of the editor,
+//     until the watermark passes each: then no earlier edit can still
+//     arrive, and held edits are folded in event time, where the split is
+//     the walk's own. The edits folded before the editor began holding all
+//     lie within max of every session then open, and within delay of every
+//     session started since, so no fold ever has to cut a session in two.
+//     Once no open session of the editor is near the maximum any more (the
+//     one that was has been emitted), the editor folds what it still holds
+//     and stops holding.
+//
+// Held edits are state (saved in state files). On the real stream they are
+// the last few minutes (delay) of edits of the editors whose session passed
+// the maximum, during the gap plus delay that session then stays open;
+// editors far from the maximum hold nothing.
+
+// add puts e into its editor's sessions (fold), or holds it back when the
+// editor holds edits or one of its open sessions is near maxLen.
+func (s *state) add(e edit, gap time.Duration, maxLen int64) {
 	k := editorKey(e.Wiki, e.User)
 	ed := s.Editors[k]
 	if ed == nil {
@@ -83,39 +128,112 @@ func (s *state) add(e edit, gap time.Duration) {
 		s.Editors[k] = ed // k is a new string
 	}
 	s.markDirty(ed)
-	g := gap.Microseconds()
-	ss := ed.Sessions
-	// The sessions within gap of e are the run ss[lo:hi]: those before lo
-	// end more than gap before e, those from hi start more than gap after.
-	lo := sort.Search(len(ss), func(i int) bool { return ss[i].End+g >= e.At })
-	hi := lo
-	for hi < len(ss) && ss[hi].Start-g <= e.At {
-		hi++
+	if len(ed.Held) > 0 || ed.nearMax(e.At, maxLen) {
+		h := held{At: e.At, Delta: e.Delta, Bot: e.Bot, Title: strings.Clone(e.Title)}
+		i := sort.Search(len(ed.Held), func(i int) bool { return ed.Held[i].At > e.At })
+		ed.Held = slices.Insert(ed.Held, i, h)
+		ed.newHeld = append(ed.newHeld, h)
+		s.holding[ed] = struct{}{}
+		return
 	}
-	switch hi - lo {
-	case 0:
-		n := &session{Start: e.At, End: e.At, Pages: map[string]struct{}{}, fresh: true}
-		n.apply(e)
-		ed.Sessions = slices.Insert(ss, lo, n)
-	case 1:
-		ss[lo].touch()
-		ss[lo].apply(e)
-	default:
-		into := ss[lo]
-		for _, o := range ss[lo+1 : hi] {
-			if len(o.Pages) > len(into.Pages) {
-				into = o
+	ed.fold(e, gap.Microseconds(), maxLen)
+}
+
+// nearMax reports whether an open session of ed starts more than maxLen
+// before at or before ed's newest folded edit.
+func (ed *editor) nearMax(at, maxLen int64) bool {
+	ss := ed.Sessions
+	if len(ss) == 0 {
+		return false
+	}
+	return at-ss[0].Start > maxLen || ss[len(ss)-1].End-ss[0].Start > maxLen
+}
+
+// release folds the held edits the watermark wm passed, in event time, and
+// then the rest too if no open session is near the maximum any more.
+func (s *state) release(wm int64, gap time.Duration, maxLen int64) {
+	g := gap.Microseconds()
+	for ed := range s.holding {
+		n := 0
+		if wm != noTime {
+			n = sort.Search(len(ed.Held), func(i int) bool { return ed.Held[i].At >= wm })
+		}
+		for _, h := range ed.Held[:n] {
+			ed.fold(h.edit(ed), g, maxLen)
+		}
+		if n < len(ed.Held) && !ed.nearMax(ed.Held[len(ed.Held)-1].At, maxLen) {
+			for _, h := range ed.Held[n:] {
+				ed.fold(h.edit(ed), g, maxLen)
 			}
+			n, ed.all = len(ed.Held), true
+		}
+		if n == 0 {
+			continue
+		}
+		s.markDirty(ed)
+		ed.folded = n
+		rest := copy(ed.Held, ed.Held[n:])
+		clear(ed.Held[rest:])
+		ed.Held = ed.Held[:rest]
+		if rest == 0 {
+			ed.Held = nil
+			delete(s.holding, ed)
+		}
+	}
+}
+
+func (h held) edit(ed *editor) edit {
+	return edit{Wiki: ed.Wiki, User: ed.User, Title: h.Title, Bot: h.Bot, At: h.At, Delta: h.Delta}
+}
+
+// fold puts e into ed's sessions: into the session it falls in; else
+// after the session before it when e is at most gap after its end and
+// maxLen after its start, also merging the session after it when that is
+// within gap of e and ends at most maxLen after the merged start; else
+// before the session after it, moving its start, when e is at most gap
+// before it and maxLen before its end; else into a new session.
+// A merge keeps the session with the most pages and copies the other's
+// pages into it, so the copying over a session's life is O(n log n) in its
+// pages; the sessions are found by binary search.
+func (ed *editor) fold(e edit, g, maxLen int64) {
+	ss := ed.Sessions
+	i := sort.Search(len(ss), func(i int) bool { return ss[i].End >= e.At })
+	if i < len(ss) && ss[i].Start <= e.At {
+		ss[i].touch()
+		ss[i].apply(e)
+		return
+	}
+	var prev, next *session // prev.End < e.At < next.Start
+	if i > 0 {
+		prev = ss[i-1]
+	}
+	if i < len(ss) {
+		next = ss[i]
+	}
+	nearNext := next != nil && next.Start-e.At <= g
+	switch {
+	case prev != nil && e.At-prev.End <= g && e.At-prev.Start <= maxLen:
+		if !nearNext || next.End-prev.Start > maxLen {
+			prev.touch()
+			prev.apply(e)
+			return
+		}
+		into, from := prev, next
+		if len(next.Pages) > len(prev.Pages) {
+			into, from = next, prev
 		}
 		into.touch()
-		for _, o := range ss[lo:hi] {
-			if o != into {
-				into.absorb(o)
-				ed.drop(o)
-			}
-		}
+		into.absorb(from)
+		ed.drop(from)
 		into.apply(e)
-		ed.Sessions = slices.Replace(ss, lo, hi, into)
+		ed.Sessions = slices.Replace(ss, i-1, i+1, into)
+	case nearNext && next.End-e.At <= maxLen:
+		next.touch()
+		next.apply(e)
+	default:
+		n := &session{Start: e.At, End: e.At, Pages: map[string]struct{}{}, fresh: true}
+		n.apply(e)
+		ed.Sessions = slices.Insert(ss, i, n)
 	}
 }
 
@@ -189,17 +307,19 @@ func (s *state) resetDelta() {
 			ss.fresh, ss.touched, ss.base, ss.added = false, false, 0, ss.added[:0]
 		}
 		ed.dirty, ed.removed = false, ed.removed[:0]
+		ed.folded, ed.all, ed.newHeld = 0, false, ed.newHeld[:0]
 	}
 	clear(s.dirty)
 	s.dirty, s.tracked = s.dirty[:0], false
 }
 
 // pendingUnits measures batch Version's delta: one unit per session
-// created, updated or removed, and one per page it carries.
+// created, updated or removed, one per page it carries and one per edit
+// held back.
 func (s *state) pendingUnits() int {
 	n := 0
 	for _, ed := range s.dirty {
-		n += len(ed.removed)
+		n += len(ed.removed) + len(ed.newHeld)
 		for _, ss := range ed.Sessions {
 			switch {
 			case ss.fresh:
@@ -216,6 +336,7 @@ func (s *state) pendingUnits() int {
 func (s *state) liveUnits() int {
 	n := 0
 	for _, ed := range s.Editors {
+		n += len(ed.Held)
 		for _, ss := range ed.Sessions {
 			n += 1 + len(ss.Pages)
 		}
@@ -251,7 +372,7 @@ func (s *state) close(wm int64, gap time.Duration) []closed {
 		}
 		clear(ed.Sessions[len(kept):])
 		ed.Sessions = kept
-		if len(kept) == 0 {
+		if len(kept) == 0 && len(ed.Held) == 0 {
 			delete(s.Editors, k)
 		}
 	}

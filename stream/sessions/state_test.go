@@ -29,6 +29,9 @@ func diffState(want, got *state) string {
 	}
 	for k, we := range want.Editors {
 		ge := got.Editors[k]
+		if !slices.Equal(ge.Held, we.Held) {
+			return fmt.Sprintf("editor %q: held edits: got %v, want %v", k, ge.Held, we.Held)
+		}
 		if ge.Wiki != we.Wiki || ge.User != we.User || len(ge.Sessions) != len(we.Sessions) {
 			return fmt.Sprintf("editor %q: got %s/%s with %d sessions, want %s/%s with %d",
 				k, ge.Wiki, ge.User, len(ge.Sessions), we.Wiki, we.User, len(we.Sessions))
@@ -44,62 +47,84 @@ func diffState(want, got *state) string {
 	return ""
 }
 
-// refModel is the sessions algorithm as it was before add worked in place:
-// every matching session copied into a new one. The property test checks
-// the processor's output against it.
+// refModel is the sessions definition, computed the slow way: it keeps
+// every on-time edit and, at each batch, walks each editor's edits in event
+// time (a new session after a gap over g or once the session would last
+// over max), emitting the sessions the watermark closed that it has not
+// emitted yet. The property test checks the processor's output against it.
 type refModel struct {
-	eds   map[string][]*refSession
-	merge int // adds that bridged two or more sessions
+	max     int64
+	eds     map[string][]edit
+	emitted map[string]sessionRow
+	merge   int // adds that bridged two runs of edits more than the gap apart
+	splits  int // sessions started by the maximum length, emitted
 }
 
-type refSession struct {
-	wiki, user                        string
-	start, end, edits, added, removed int64
-	bot                               bool
-	pages                             map[string]bool
+func newRefModel(max time.Duration) *refModel {
+	m := &refModel{max: Config{MaxSessionLength: max}.withDefaults().maxLength(),
+		eds: map[string][]edit{}, emitted: map[string]sessionRow{}}
+	return m
 }
 
 func (m *refModel) add(e edit, g int64) {
 	k := editorKey(e.Wiki, e.User)
-	n := &refSession{wiki: e.Wiki, user: e.User, start: e.At, end: e.At, edits: 1, bot: e.Bot, pages: map[string]bool{e.Title: true}}
-	if e.Delta > 0 {
-		n.added = e.Delta
-	} else {
-		n.removed = -e.Delta
-	}
-	var kept []*refSession
-	merged := 0
-	for _, o := range m.eds[k] {
-		if o.start-g <= e.At && e.At <= o.end+g {
-			n.start, n.end = min(n.start, o.start), max(n.end, o.end)
-			n.edits, n.added, n.removed, n.bot = n.edits+o.edits, n.added+o.added, n.removed+o.removed, n.bot || o.bot
-			maps.Copy(n.pages, o.pages)
-			merged++
-			continue
-		}
-		kept = append(kept, o)
-	}
-	if merged > 1 {
+	es := m.eds[k]
+	i := sort.Search(len(es), func(i int) bool { return es[i].At > e.At })
+	if i > 0 && i < len(es) && e.At-es[i-1].At <= g && es[i].At-e.At <= g && es[i].At-es[i-1].At > g {
 		m.merge++
 	}
-	m.eds[k] = append(kept, n)
-	sort.Slice(m.eds[k], func(i, j int) bool { return m.eds[k][i].start < m.eds[k][j].start })
+	m.eds[k] = slices.Insert(es, i, e)
 }
 
-func (m *refModel) close(wm, g int64) []sessionRow {
+// walk returns the editor's sessions, and for each whether the maximum
+// started it.
+func (m *refModel) walk(es []edit, g int64) ([]sessionRow, []bool) {
 	var out []sessionRow
-	for k, ss := range m.eds {
-		var kept []*refSession
-		for _, s := range ss {
-			if wm != noTime && s.end+g < wm {
-				out = append(out, sessionRow{ID: sessionID(s.wiki, s.user, s.start), Wiki: s.wiki, User: s.user, Bot: s.bot,
-					Start: time.UnixMicro(s.start).UTC(), End: time.UnixMicro(s.end).UTC(), Edits: s.edits,
-					Pages: int64(len(s.pages)), Added: s.added, Removed: s.removed})
+	var split []bool
+	var pages map[string]bool
+	for _, e := range es {
+		n := len(out) - 1
+		if n < 0 || e.At-out[n].End.UnixMicro() > g || e.At-out[n].Start.UnixMicro() > m.max {
+			split = append(split, n >= 0 && e.At-out[n].End.UnixMicro() <= g)
+			t := time.UnixMicro(e.At).UTC()
+			out = append(out, sessionRow{ID: sessionID(e.Wiki, e.User, e.At), Wiki: e.Wiki, User: e.User, Start: t})
+			pages = map[string]bool{}
+			n++
+		}
+		s := &out[n]
+		s.End = time.UnixMicro(e.At).UTC()
+		s.Edits++
+		s.Bot = s.Bot || e.Bot
+		if e.Delta > 0 {
+			s.Added += e.Delta
+		} else {
+			s.Removed -= e.Delta
+		}
+		pages[e.Title] = true
+		s.Pages = int64(len(pages))
+	}
+	return out, split
+}
+
+func (m *refModel) close(t *testing.T, wm, g int64) []sessionRow {
+	var out []sessionRow
+	for _, es := range m.eds {
+		rows, split := m.walk(es, g)
+		for i, r := range rows {
+			if old, ok := m.emitted[r.ID]; ok {
+				if old != r {
+					t.Fatalf("reference: emitted session %+v became %+v", old, r)
+				}
 				continue
 			}
-			kept = append(kept, s)
+			if wm != noTime && r.End.UnixMicro()+g < wm {
+				m.emitted[r.ID] = r
+				out = append(out, r)
+				if split[i] {
+					m.splits++
+				}
+			}
 		}
-		m.eds[k] = kept
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -157,13 +182,18 @@ func TestStateRebuildProperty(t *testing.T) {
 	for _, tc := range []struct {
 		chain int
 		delay time.Duration // longer: more edits extend a session backwards
-	}{{1, 10 * time.Minute}, {3, time.Hour}, {20, 10 * time.Minute}, {20, time.Hour}} {
+		max   time.Duration // 0: the default; negative: none
+	}{
+		{1, 10 * time.Minute, 0}, {3, time.Hour, 0}, {20, 10 * time.Minute, 0}, {20, time.Hour, 0},
+		{1, 10 * time.Minute, 45 * time.Minute}, {3, time.Hour, 90 * time.Minute}, {20, 10 * time.Minute, 45 * time.Minute},
+		{20, time.Hour, 61 * time.Minute}, {3, time.Hour, -1},
+	} {
 		chain := tc.chain
-		t.Run(fmt.Sprintf("chain=%d/delay=%s", chain, tc.delay), func(t *testing.T) {
-			cfg := Config{SessionGap: gap, WatermarkDelay: tc.delay, MaxDeltaChain: chain}
+		t.Run(fmt.Sprintf("chain=%d/delay=%s/max=%s", chain, tc.delay, tc.max), func(t *testing.T) {
+			cfg := Config{SessionGap: gap, WatermarkDelay: tc.delay, MaxDeltaChain: chain, MaxSessionLength: tc.max}
 			h := newHarness(t, cfg)
-			ref := &refModel{eds: map[string][]*refSession{}}
-			var emitted, late, fulls, replays int
+			ref := newRefModel(tc.max)
+			var emitted, late, fulls, replays, held int
 			lastFull := int64(-1)
 			for n, edits := range randomBatches(uint64(chain)+uint64(tc.delay), batches) {
 				id := int64(n)
@@ -181,7 +211,10 @@ func TestStateRebuildProperty(t *testing.T) {
 						ref.add(e, gap.Microseconds())
 					}
 				}
-				if want := ref.close(wm, gap.Microseconds()); !slices.Equal(rows, want) {
+				for ed := range h.p.st.holding {
+					held += len(ed.newHeld)
+				}
+				if want := ref.close(t, wm, gap.Microseconds()); !slices.Equal(rows, want) {
 					t.Fatalf("batch %d: got %v, want (reference) %v", n, rows, want)
 				}
 				emitted, late = emitted+len(rows), late+int(dropped)
@@ -192,7 +225,8 @@ func TestStateRebuildProperty(t *testing.T) {
 					t.Fatalf("batch %d: state saved as a delta %d versions after the last full snapshot, chain %d", n, id-lastFull, chain)
 				}
 				if n%5 == 4 {
-					fresh := NewProcessor(Config{SessionGap: gap, WatermarkDelay: tc.delay, MaxDeltaChain: chain, Logger: quietLogger()}, h.cp)
+					cfg.Logger = quietLogger()
+					fresh := NewProcessor(cfg, h.cp)
 					again, dropped2 := h.run(fresh, id, edits)
 					if !slices.Equal(again, rows) || dropped2 != dropped {
 						t.Fatalf("batch %d replay: got %v (late %d), want %v (late %d)", n, again, dropped2, rows, dropped)
@@ -210,10 +244,13 @@ func TestStateRebuildProperty(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%d batches: %d sessions emitted, %d merges, %d late, %d full snapshots, %d replays",
-				batches, emitted, ref.merge, late, fulls, replays)
+			t.Logf("%d batches: %d sessions emitted (%d split at the maximum), %d merges, %d late, %d edits held back, %d full snapshots, %d replays",
+				batches, emitted, ref.splits, ref.merge, late, held, fulls, replays)
 			if emitted < 50 || ref.merge < 20 || late < 50 {
 				t.Errorf("scenario too tame: %d sessions, %d merges, %d late; want >= 50, 20, 50", emitted, ref.merge, late)
+			}
+			if tc.max > 0 && (ref.splits < 10 || held < 50) {
+				t.Errorf("scenario too tame for the maximum: %d sessions split, %d edits held back; want >= 10, 50", ref.splits, held)
 			}
 		})
 	}

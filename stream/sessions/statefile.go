@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sort"
 	"strings"
 
 	"lakehouse/stream"
@@ -15,11 +16,13 @@ import (
 // State file layout (little endian; str is a uvarint length and the bytes,
 // n, r and p are uvarint counts):
 //
-//	magic "SES1" | kind u8 (0 full, 1 delta) | version i64 | maxEvent i64 |
+//	magic "SES2" | kind u8 (0 full, 1 delta) | version i64 | maxEvent i64 |
 //	watermark i64 | editors u64 | editors × editor | crc32 (IEEE) of all before
-//	editor:  wiki str | user str | n | n × session | r | r × key i64
+//	editor:  wiki str | user str | n | n × session | r | r × key i64 |
+//	         all u8 | h | h × held
 //	session: op u8 (0 created, 1 updated) | key i64 | start i64 | end i64 |
 //	         edits i64 | added i64 | removed i64 | bot u8 | p | p × page str
+//	held:    at i64 | delta i64 | bot u8 | title str
 //
 // A session's key is its start in the version before (for a created one,
 // its start). A full file holds every open session after version, each as
@@ -33,10 +36,21 @@ import (
 // pages it gained and the others' keys as removed. Editors, sessions and
 // pages are in no particular order.
 //
+// Held edits (see state.add) follow each editor's sessions, in event time.
+// A full file holds all of them. A delta first drops from version-1's held
+// edits those below the file's watermark (the ones the batch folded), or
+// all of them when all is 1 (the editor stopped holding), and then adds the
+// edits the batch held back. Editors a batch did not change hold no edit
+// below its watermark (every batch folds those first), so the rule applies
+// to the editors listed only. Files in the "SES1" format, written before
+// held edits existed, have no all byte and no held edits; they still load.
+//
 // Files written before this format are JSON ({"version":...}, see
 // decodeLegacy): full snapshots, still read.
 const (
-	stateMagic  = "SES1"
+	stateMagic  = "SES2"
+	magicV1     = "SES1" // before held edits
+	heldSize    = 8 + 8 + 1 + 1
 	kindFull    = 0
 	kindDelta   = 1
 	opCreated   = 0
@@ -47,6 +61,7 @@ const (
 )
 
 type stateHeader struct {
+	v1        bool // the "SES1" format: no held edits
 	kind      byte
 	version   int64
 	maxEvent  int64
@@ -85,7 +100,7 @@ func (s *state) encode(kind byte, dst []byte) []byte {
 
 // changed reports whether ed has anything for batch Version's delta.
 func (ed *editor) changed() bool {
-	if len(ed.removed) > 0 {
+	if len(ed.removed) > 0 || ed.folded > 0 || len(ed.newHeld) > 0 {
 		return true
 	}
 	for _, ss := range ed.Sessions {
@@ -123,13 +138,34 @@ func appendEditor(buf []byte, ed *editor, delta bool) []byte {
 		}
 	}
 	if !delta {
-		return binary.AppendUvarint(buf, 0)
+		buf = binary.AppendUvarint(buf, 0)
+		return appendHeld(buf, true, ed.Held)
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(ed.removed)))
 	for _, k := range ed.removed {
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(k))
 	}
+	return appendHeld(buf, ed.all, ed.newHeld)
+}
+
+func appendHeld(buf []byte, all bool, hs []held) []byte {
+	buf = appendBool(buf, all)
+	buf = binary.AppendUvarint(buf, uint64(len(hs)))
+	le := binary.LittleEndian
+	for _, h := range hs {
+		buf = le.AppendUint64(buf, uint64(h.At))
+		buf = le.AppendUint64(buf, uint64(h.Delta))
+		buf = appendBool(buf, h.Bot)
+		buf = appendString(buf, h.Title)
+	}
 	return buf
+}
+
+func appendBool(buf []byte, b bool) []byte {
+	if b {
+		return append(buf, 1)
+	}
+	return append(buf, 0)
 }
 
 func appendScalars(buf []byte, op byte, key int64, ss *session) []byte {
@@ -138,10 +174,7 @@ func appendScalars(buf []byte, op byte, key int64, ss *session) []byte {
 	for _, v := range []int64{key, ss.Start, ss.End, ss.Edits, ss.Added, ss.Removed} {
 		buf = le.AppendUint64(buf, uint64(v))
 	}
-	if ss.Bot {
-		return append(buf, 1)
-	}
-	return append(buf, 0)
+	return appendBool(buf, ss.Bot)
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -149,11 +182,11 @@ func appendString(buf []byte, s string) []byte {
 }
 
 func decodeHeader(b []byte) (stateHeader, error) {
-	if len(b) < headerSize+trailerSize || string(b[:4]) != stateMagic {
+	if len(b) < headerSize+trailerSize || (string(b[:4]) != stateMagic && string(b[:4]) != magicV1) {
 		return stateHeader{}, fmt.Errorf("decode session state: %w: bad header", ErrCorruptState)
 	}
 	le := binary.LittleEndian
-	h := stateHeader{kind: b[4], version: int64(le.Uint64(b[5:])), maxEvent: int64(le.Uint64(b[13:])),
+	h := stateHeader{v1: string(b[:4]) == magicV1, kind: b[4], version: int64(le.Uint64(b[5:])), maxEvent: int64(le.Uint64(b[13:])),
 		watermark: int64(le.Uint64(b[21:])), editors: le.Uint64(b[29:])}
 	if h.kind != kindFull && h.kind != kindDelta {
 		return h, fmt.Errorf("decode session state: %w: kind %d", ErrCorruptState, h.kind)
@@ -173,7 +206,7 @@ func (s *state) apply(b []byte, h stateHeader) (int, error) {
 	units := 0
 	seen := map[string]bool{}
 	for i := uint64(0); i < h.editors && r.err == nil; i++ {
-		n, err := s.applyEditor(&r, h.kind, seen)
+		n, err := s.applyEditor(&r, h, seen)
 		if err != nil {
 			return 0, fmt.Errorf("decode session state %d: %w", h.version, err)
 		}
@@ -189,7 +222,8 @@ func (s *state) apply(b []byte, h stateHeader) (int, error) {
 }
 
 // applyEditor applies one editor's entries.
-func (s *state) applyEditor(r *reader, kind byte, seen map[string]bool) (int, error) {
+func (s *state) applyEditor(r *reader, h stateHeader, seen map[string]bool) (int, error) {
+	kind := h.kind
 	wiki, user := r.str(), r.str()
 	k := editorKey(wiki, user)
 	if r.err == nil && seen[k] {
@@ -241,6 +275,11 @@ func (s *state) applyEditor(r *reader, kind byte, seen map[string]bool) (int, er
 		}
 		units++
 	}
+	all, hs := true, []held(nil)
+	if !h.v1 {
+		all, hs = r.held()
+		units += len(hs)
+	}
 	if r.err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrCorruptState, r.err)
 	}
@@ -249,12 +288,47 @@ func (s *state) applyEditor(r *reader, kind byte, seen map[string]bool) (int, er
 	if err := ed.check(); err != nil {
 		return 0, err
 	}
-	if len(ed.Sessions) == 0 {
+	if err := ed.applyHeld(kind, all, hs, h.watermark); err != nil {
+		return 0, err
+	}
+	if len(ed.Sessions) == 0 && len(ed.Held) == 0 {
 		delete(s.Editors, k)
+		delete(s.holding, ed)
 	} else {
 		s.Editors[k] = ed
+		if len(ed.Held) > 0 {
+			s.holding[ed] = struct{}{}
+		} else {
+			delete(s.holding, ed)
+		}
 	}
 	return units, nil
+}
+
+// applyHeld replaces ed's held edits (a full file's entry), or drops those
+// a delta's batch folded and adds those it held back.
+func (ed *editor) applyHeld(kind byte, all bool, hs []held, wm int64) error {
+	if !slices.IsSortedFunc(hs, func(a, b held) int { return cmp.Compare(a.At, b.At) }) {
+		return fmt.Errorf("%w: editor %q/%q: held edits out of order", ErrCorruptState, ed.Wiki, ed.User)
+	}
+	if kind == kindFull || all {
+		ed.Held = hs
+		return nil
+	}
+	n := sort.Search(len(ed.Held), func(i int) bool { return ed.Held[i].At >= wm })
+	if wm == noTime {
+		n = 0
+	}
+	if len(hs) > 0 && hs[0].At < wm {
+		return fmt.Errorf("%w: editor %q/%q: held edit below the watermark", ErrCorruptState, ed.Wiki, ed.User)
+	}
+	kept := slices.Clone(ed.Held[n:])
+	for _, h := range hs {
+		i := sort.Search(len(kept), func(i int) bool { return kept[i].At > h.At })
+		kept = slices.Insert(kept, i, h)
+	}
+	ed.Held = kept
+	return nil
 }
 
 // check sorts ed's sessions by start and checks that they are well formed
@@ -427,6 +501,33 @@ func (r *reader) count(size int) int {
 
 func (r *reader) str() string { return string(r.take(r.count(1))) }
 
+func (r *reader) flag() bool {
+	switch b := r.u8(); b {
+	case 0, 1:
+		return b == 1
+	default:
+		r.fail(fmt.Errorf("flag %d", b))
+		return false
+	}
+}
+
+// held reads an editor's all flag and held edits.
+func (r *reader) held() (bool, []held) {
+	all := r.flag()
+	n := r.count(heldSize)
+	var hs []held
+	if n > 0 {
+		hs = make([]held, 0, n)
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		h := held{At: r.i64(), Delta: r.i64()}
+		h.Bot = r.flag()
+		h.Title = r.str()
+		hs = append(hs, h)
+	}
+	return all, hs
+}
+
 // session reads a session's scalars and pages into ss (a created session
 // gets a new page set, an updated one the pages added to its own) and
 // returns the number of pages read.
@@ -436,12 +537,7 @@ func (r *reader) session(ss *session) int {
 	}
 	ss.Start, ss.End, ss.Edits = r.i64(), r.i64(), r.i64()
 	ss.Added, ss.Removed = r.i64(), r.i64()
-	switch bot := r.u8(); bot {
-	case 0, 1:
-		ss.Bot = bot == 1
-	default:
-		r.fail(fmt.Errorf("bot flag %d", bot))
-	}
+	ss.Bot = r.flag()
 	n := r.count(1)
 	if ss.Pages == nil {
 		ss.Pages = make(map[string]struct{}, n)

@@ -512,7 +512,7 @@
   }
 
   // SETTINGS name the settings in words; durations are shown as such, and
-  // the two that a zero turns off say so.
+  // those that a zero turns off say so.
   const SETTINGS = [
     ['source', 'source of the events (SSE)'],
     ['data', 'data directory (broker, catalog, checkpoints)'],
@@ -521,6 +521,7 @@
     ['trigger', 'bronze batch every', true],
     ['watermark', 'silver watermark (older events are dropped as late)', true],
     ['session_gap', 'a session ends after a gap of', true],
+    ['session_max', 'a session lasts at most', true, true],
     ['refresh', 'gold marts refreshed every', true, true],
     ['max_snapshots', 'snapshots a table may hold before expiry'],
     ['retention', 'broker retention', true, true],

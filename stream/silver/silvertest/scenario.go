@@ -212,8 +212,11 @@ type Session struct {
 }
 
 // ExpectedSessions computes the sessions of the expected silver rows with
-// gap, leaving out the flusher's (still open at the end).
-func (s Scenario) ExpectedSessions(gap time.Duration) []Session {
+// gap and maximum length max (none if not positive), leaving out the
+// flusher's (still open at the end): each editor's edits walked in event
+// time, a new session after more than gap or once the session would last
+// more than max.
+func (s Scenario) ExpectedSessions(gap, max time.Duration) []Session {
 	by := map[[2]string][]Event{}
 	for _, e := range s.Expected() {
 		if e.Wiki == s.FlusherWiki && e.User == s.FlusherUser {
@@ -234,7 +237,7 @@ func (s Scenario) ExpectedSessions(gap time.Duration) []Session {
 			}
 		}
 		for _, e := range evs {
-			if cur == nil || e.At.Sub(cur.End) > gap {
+			if cur == nil || e.At.Sub(cur.End) > gap || (max > 0 && e.At.Sub(cur.Start) > max) {
 				flush()
 				cur = &Session{Wiki: k[0], User: k[1], Start: e.At}
 				pages = map[string]bool{}
