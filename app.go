@@ -36,6 +36,7 @@ type pipelineFlags struct {
 	downTrigger    time.Duration
 	sessTrigger    time.Duration
 	maxOffsets     int64
+	maxBytes       int64
 	checkpointLoss string
 	watermark      time.Duration
 	maxEventAhead  time.Duration
@@ -69,7 +70,8 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.trigger, "trigger", stream.DefaultTrigger, "processing-time trigger of the bronze query")
 	fs.DurationVar(&f.downTrigger, "downstream-trigger", 0, "processing-time trigger of silver and sessions (0: run as soon as the upstream table commits; they can never run more often than it does)")
 	fs.DurationVar(&f.sessTrigger, "sessions-trigger", 10*time.Second, "processing-time trigger of sessions (0: as --downstream-trigger). A session is emitted only a gap plus the watermark after its last edit, so running on every silver commit would cost a commit a second for nothing")
-	fs.Int64Var(&f.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "cap on broker offsets one bronze batch covers")
+	fs.Int64Var(&f.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "cap on broker offsets one bronze batch covers (rows, for silver and sessions)")
+	fs.Int64Var(&f.maxBytes, "max-bytes-per-trigger", stream.DefaultMaxBytesPerTrigger, "cap on the input bytes one batch of each query covers (record keys and values for bronze, rows in memory for silver and sessions); whole records, at least one; negative: no byte cap")
 	fs.StringVar(&f.checkpointLoss, "checkpoint-loss", "rebuild", "when a query's checkpoint is lost: rebuild (position from the table's marker, no duplicates) or fresh (Spark's behaviour: new query id, re-read everything, DUPLICATES)")
 	fs.DurationVar(&f.watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
 	fs.DurationVar(&f.maxEventAhead, "max-event-ahead", ingest.DefaultMaxEventAhead, "event time is bounded by intake time: an event whose timestamp is more than this ahead of its meta.dt, or whose meta.dt is more than this ahead of the broker's clock, goes to the DLQ (silver applies the same rule), so a bad clock never moves the watermark")
@@ -157,6 +159,7 @@ func (f *pipelineFlags) streamConfig(name string, log *slog.Logger) (stream.Conf
 		Name:                 name,
 		Trigger:              f.trigger,
 		MaxOffsetsPerTrigger: f.maxOffsets,
+		MaxBytesPerTrigger:   f.maxBytes,
 		DataDir:              f.data,
 		Logger:               log,
 	}

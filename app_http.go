@@ -139,6 +139,12 @@ func (p *pipeline) handler() http.Handler {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(p), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if down := p.health.state().IngestDown; down != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ok: "+down)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {

@@ -68,6 +68,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&soak.BurstLength, "soak-burst-length", verify.DefaultSoakBurstLength, "soak: length of each burst")
 	fs.DurationVar(&soak.Sample, "soak-sample", verify.DefaultSoakSample, "soak: sampling interval")
 	fs.Int64Var(&soak.Seed, "soak-seed", 0, "soak: replay seed (0: random, recorded in the report)")
+	fs.IntVar(&soak.EventBytes, "soak-event-bytes", 0, "soak: pad every event (in its comment) to this many bytes (0: the generated events as they are, about 1.3 KB)")
 	soakArgs := fs.String("soak-args", "", `soak: extra arguments for the appliance's run, e.g. "--trigger 2s"`)
 	fs.StringVar(&soakOpt.name, "soak-name", "soak", "soak: base name of the report files in --out")
 	fs.BoolVar(&soakOpt.keep, "soak-keep", false, "soak: keep the data directory and the appliance's log (kept anyway when the soak fails)")

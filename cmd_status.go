@@ -84,6 +84,12 @@ func printStatus(w io.Writer, o observation) {
 			conn = "NOT connected"
 		}
 		fmt.Fprintf(w, "ingest: %s, %.1f events/s over the last minute, %d reconnects\n", conn, in.RatePerSecond, in.Reconnects)
+		if in.Oversized > 0 || in.BadIDs > 0 {
+			fmt.Fprintf(w, "  %d SSE frames too large to read (to the DLQ), %d SSE ids refused as a position\n", in.Oversized, in.BadIDs)
+		}
+		if in.LastError != "" && !in.Connected {
+			fmt.Fprintf(w, "  last error: %s\n", in.LastError)
+		}
 	}
 	if f := o.Fresh; !math.IsNaN(float64(f.NowS)) {
 		fmt.Fprintf(w, "freshness of %s: newest row %.1f s old; last hour p50 %.2f s, p95 %.2f s\n", f.Table, float64(f.NowS), float64(f.HourP50), float64(f.HourP95))

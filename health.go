@@ -19,8 +19,13 @@ type healthState struct {
 	// Progressing is false when a query has stopped moving (an error, or
 	// input waiting and no batch): the systemd watchdog is fed only while
 	// it is true.
-	Progressing bool      `json:"progressing"`
-	CheckedAt   time.Time `json:"checked_at"`
+	Progressing bool `json:"progressing"`
+	// IngestDown says why ingest has had no connection for
+	// DisconnectedFor (empty otherwise): /healthz is not "ok" then, since a
+	// process that cannot reach its source is not doing its job, whatever
+	// the rest does.
+	IngestDown string    `json:"ingest_down,omitempty"`
+	CheckedAt  time.Time `json:"checked_at"`
 }
 
 // healthRules are the thresholds readiness applies.
@@ -91,6 +96,7 @@ func (h *health) evaluate(o observation) healthState {
 			}
 		}
 	}
+	ingestDown := ""
 	if o.Ingest != nil {
 		switch {
 		case o.Ingest.Connected:
@@ -98,11 +104,16 @@ func (h *health) evaluate(o observation) healthState {
 		case h.disconnected.IsZero():
 			h.disconnected = now
 		case now.Sub(h.disconnected) >= h.rules.DisconnectedFor:
-			reasons = append(reasons, fmt.Sprintf("ingest: not connected to the source for %s (%d reconnects so far)",
-				now.Sub(h.disconnected).Round(time.Second), o.Ingest.Reconnects))
+			why := ""
+			if e := o.Ingest.LastError; e != "" {
+				why = "; last error: " + e
+			}
+			ingestDown = fmt.Sprintf("ingest: not connected to the source for %s (%d reconnects so far%s)",
+				now.Sub(h.disconnected).Round(time.Second), o.Ingest.Reconnects, why)
+			reasons = append(reasons, ingestDown)
 		}
 	}
-	next := healthState{Ready: len(reasons) == 0, Reasons: reasons, Progressing: !stalled, CheckedAt: now}
+	next := healthState{Ready: len(reasons) == 0, Reasons: reasons, Progressing: !stalled, IngestDown: ingestDown, CheckedAt: now}
 	h.logChanges(h.cur, next)
 	h.cur = next
 	return next

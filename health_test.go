@@ -98,3 +98,21 @@ func TestHealthRules(t *testing.T) {
 		})
 	}
 }
+
+// TestHealthzNotOKWhileIngestCannotConnect: /healthz says "ok" while ingest
+// is connected, and 503 with the reason once ingest has had no connection
+// for DisconnectedFor (a wedged ingest once kept answering "ok").
+func TestHealthzNotOKWhileIngestCannotConnect(t *testing.T) {
+	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 11, Restamp: true})
+	replay.Loops(ingest.Generate(11, 100), 1)
+	a := startAppliance(t, replay, func(_ *pipelineFlags, r *healthRules) { r.DisconnectedFor = time.Second })
+	a.drained(t, replay.Counts().OnTime)
+	if code, body := a.get(t, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+		t.Fatalf("/healthz while connected: %d %q, want 200 ok", code, body)
+	}
+	replay.Close()
+	waitFor(t, 60*time.Second, "/healthz to turn 503 without a source", func() bool {
+		code, body := a.get(t, "/healthz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "ingest: not connected to the source")
+	})
+}

@@ -42,6 +42,8 @@ var (
 	mIngestBytes    = desc("ingest_received_bytes_total", "Event bytes received from the source.")
 	mIngestRecon    = desc("ingest_reconnects_total", "Connection attempts after the first.")
 	mIngestConn     = desc("ingest_connected", "1 while a stream response is open.")
+	mIngestTooLarge = desc("ingest_frames_too_large_total", "SSE frames too large to read, skipped to the dead-letter topic.")
+	mIngestBadIDs   = desc("ingest_ids_refused_total", "SSE ids refused as a resume position (not a valid header value, or too long).")
 	mBrokerEnd      = desc("broker_end_offset", "Next offset of each partition.", "topic", "partition")
 	mBrokerRecords  = desc("broker_records", "Records each topic holds.", "topic")
 	mQueryLag       = desc("query_lag_records", "Source units a query has not committed yet.", "query")
@@ -91,6 +93,8 @@ func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(mIngestBytes, float64(in.Bytes))
 		counter(mIngestRecon, float64(in.Reconnects))
 		gauge(mIngestConn, b2f(in.Connected))
+		counter(mIngestTooLarge, float64(in.Oversized))
+		counter(mIngestBadIDs, float64(in.BadIDs))
 	}
 	for _, t := range o.Topics {
 		gauge(mBrokerRecords, float64(t.Records), t.Name)

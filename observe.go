@@ -47,8 +47,11 @@ type ingestObs struct {
 	Batches       int64   `json:"batches"`
 	Bytes         int64   `json:"bytes"`
 	Reconnects    int64   `json:"reconnects"`
+	Oversized     int64   `json:"oversized_frames"`
+	BadIDs        int64   `json:"bad_ids"`
 	Position      string  `json:"position"`
 	Connected     bool    `json:"connected"`
+	LastError     string  `json:"last_error,omitempty"`
 	RatePerSecond float64 `json:"rate_per_s"`
 }
 
@@ -144,7 +147,8 @@ func (p *pipeline) observe(ctx context.Context) observation {
 		st := ing.Stats()
 		p.tel.observeSeen(st.Seen)
 		o.Ingest = &ingestObs{Seen: st.Seen, Appended: st.Appended, DLQ: st.DLQ, Canary: st.Canary, Batches: st.Batches,
-			Bytes: st.Bytes, Reconnects: st.Reconnects, Position: st.Position, Connected: st.Connected, RatePerSecond: p.tel.ingestRate()}
+			Bytes: st.Bytes, Reconnects: st.Reconnects, Oversized: st.Oversized, BadIDs: st.BadIDs, Position: st.Position,
+			Connected: st.Connected, LastError: st.LastError, RatePerSecond: p.tel.ingestRate()}
 		o.Hops.SourceSeen = st.Seen
 	}
 	if topics, err := p.db.Topics(ctx); err == nil {

@@ -81,6 +81,35 @@ func decodeRecord(b []byte, m *Message) error {
 	return nil
 }
 
+// recordSize returns len(Key)+len(Value) of a stored record, reading only
+// its length prefixes (b belongs to a bbolt transaction and is not kept).
+func recordSize(b []byte) (int64, error) {
+	_, n := binary.Varint(b)
+	if n <= 0 {
+		return 0, errCorruptRecord
+	}
+	b = b[n:]
+	kl, n := binary.Uvarint(b)
+	if n <= 0 || uint64(len(b)-n) < kl {
+		return 0, errCorruptRecord
+	}
+	b = b[n+int(kl):]
+	nh, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, errCorruptRecord
+	}
+	b = b[n:]
+	for i := uint64(0); i < 2*nh; i++ { // name and value of each header
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < l {
+			return 0, errCorruptRecord
+		}
+		b = b[n+int(l):]
+	}
+	// What is left is the value.
+	return int64(kl) + int64(len(b)), nil
+}
+
 func readBytes(b []byte) (field, rest []byte, ok bool) {
 	l, n := binary.Uvarint(b)
 	if n <= 0 || uint64(len(b)-n) < l {

@@ -70,7 +70,10 @@ type DB struct {
 	slabs              [][]byte     // encode buffers reused between group commits (committer goroutine only)
 }
 
-var _ Log = (*DB)(nil)
+var (
+	_ Log   = (*DB)(nil)
+	_ Sizer = (*DB)(nil)
+)
 
 // Open opens or creates the broker database at path. It returns an error
 // wrapping ErrNotBroker (and naming the file) if the file exists but is not a
@@ -350,6 +353,63 @@ func (d *DB) Read(ctx context.Context, topic string, partition int, from int64, 
 		}
 		if int64(len(out)) != want {
 			return fmt.Errorf("read %s/%d: %d records missing before end %d: %w", topic, partition, want-int64(len(out)), st.end, errCorruptRecord)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Sizes implements Sizer. It decodes only each record's length prefixes
+// (timestamp, key, headers), not its value, so the values' pages are not
+// read.
+func (d *DB) Sizes(ctx context.Context, topic string, partition int, from int64, max int) ([]int64, error) {
+	n, err := d.partitions(topic)
+	if err != nil {
+		return nil, err
+	}
+	if partition < 0 || partition >= n {
+		return nil, fmt.Errorf("sizes %s/%d: %w", topic, partition, ErrBadPartition)
+	}
+	var out []int64
+	err = d.db.View(func(tx *bolt.Tx) error {
+		tb := tx.Bucket(topicBucketName(topic))
+		st, err := decodeState(tb.Get(partKey('s', partition)))
+		if err != nil {
+			return err
+		}
+		switch {
+		case from < st.start:
+			return fmt.Errorf("sizes %s/%d at %d (start %d): %w", topic, partition, from, st.start, ErrOffsetTrimmed)
+		case from > st.end:
+			return fmt.Errorf("sizes %s/%d at %d (end %d): %w", topic, partition, from, st.end, ErrOffsetOutOfRange)
+		}
+		want := st.end - from
+		if max > 0 && int64(max) < want {
+			want = int64(max)
+		}
+		if want == 0 {
+			return nil
+		}
+		out = make([]int64, 0, want)
+		c := tb.Bucket(partKey('r', partition)).Cursor()
+		next := from
+		for k, v := c.Seek(offsetKey(from)); k != nil && int64(len(out)) < want; k, v = c.Next() {
+			off := int64(binary.BigEndian.Uint64(k))
+			if off != next {
+				return fmt.Errorf("sizes %s/%d: offset %d missing (found %d): %w", topic, partition, next, off, errCorruptRecord)
+			}
+			size, err := recordSize(v)
+			if err != nil {
+				return fmt.Errorf("sizes %s/%d@%d: %w", topic, partition, off, err)
+			}
+			out = append(out, size)
+			next++
+		}
+		if int64(len(out)) != want {
+			return fmt.Errorf("sizes %s/%d: %d records missing before end %d: %w", topic, partition, want-int64(len(out)), st.end, errCorruptRecord)
 		}
 		return nil
 	})

@@ -129,6 +129,17 @@ type Log interface {
 	Close() error
 }
 
+// Sizer is implemented by a Log that can tell how large stored records are
+// without reading them, so that a consumer can bound a batch in bytes
+// before it reads it (*DB implements it; a consumer falls back to Read for
+// a Log that does not).
+type Sizer interface {
+	// Sizes returns len(Key)+len(Value) of up to max records of one
+	// partition starting at offset from, in offset order: fewer when the
+	// partition ends first, none when from == End. Errors as Read.
+	Sizes(ctx context.Context, topic string, partition int, from int64, max int) ([]int64, error)
+}
+
 // Errors returned by the broker. Match them with errors.Is.
 var (
 	// ErrUnknownTopic: the topic was never created.

@@ -43,6 +43,15 @@ const (
 	// its meta.dt, and meta.dt ahead of the broker's clock, before the
 	// contract refuses the event (recentchange.CheckTimes).
 	DefaultMaxEventAhead = recentchange.DefaultMaxAhead
+	// DefaultBatchMaxBytes of event data also end a batch, so one Append
+	// stays small whatever the event size (1,000 events of 200 KB were one
+	// 200 MB transaction).
+	DefaultBatchMaxBytes = 8 << 20
+	// DefaultMaxBufferedBytes bounds the event data received and not yet
+	// appended (queued for validation, in batches, in the Append): reading
+	// the stream waits while it is reached, so a fast source of large events
+	// cannot fill memory. At least one event is always admitted.
+	DefaultMaxBufferedBytes = 64 << 20
 	// DefaultWorkers validate events in parallel (order is kept). Contract
 	// validation is most of the CPU per event; BenchmarkIngest on the 2-core
 	// machine was fastest with 4.
@@ -73,12 +82,25 @@ type Config struct {
 	Partitions int // partitions of Topic when Run creates it; the DLQ has 1
 	BatchMax   int
 	BatchDelay time.Duration
+	// BatchMaxBytes of event data end a batch (DefaultBatchMaxBytes).
+	BatchMaxBytes int
+	// MaxBufferedBytes bounds the event data in flight between the stream
+	// and the broker (DefaultMaxBufferedBytes).
+	MaxBufferedBytes int
 	// MaxEventBytes: events with longer data go to the DLQ with reason
-	// ErrOversized. Frames longer than twice this stop Run with
-	// ErrFrameTooLarge (the client cannot skip an event it cannot read).
+	// ErrOversized. A frame longer than twice this (plus 4 KiB) is cut and
+	// what was read of it goes to the DLQ with reason ErrFrameTooLarge.
 	MaxEventBytes int
-	RetryInitial  time.Duration
-	RetryMax      time.Duration
+	// MaxIDBytes bounds an SSE id taken as the stream position
+	// (DefaultMaxIDBytes); a longer one, or one that is not a valid HTTP
+	// header value, is never stored or sent: the event keeps the last good
+	// position.
+	MaxIDBytes   int
+	RetryInitial time.Duration
+	RetryMax     time.Duration
+	// RetryAfterMax caps the wait a Retry-After on 429 or 503 asks for
+	// (DefaultRetryAfterMax).
+	RetryAfterMax time.Duration
 	IdleTimeout   time.Duration
 	// MaxEventAhead bounds event time by intake time: an event whose
 	// timestamp is more than this ahead of its meta.dt, or whose meta.dt or
@@ -125,8 +147,20 @@ func (c *Config) fill() {
 	if c.BatchDelay <= 0 {
 		c.BatchDelay = DefaultBatchDelay
 	}
+	if c.BatchMaxBytes <= 0 {
+		c.BatchMaxBytes = DefaultBatchMaxBytes
+	}
+	if c.MaxBufferedBytes <= 0 {
+		c.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
 	if c.MaxEventBytes <= 0 {
 		c.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if c.MaxIDBytes <= 0 {
+		c.MaxIDBytes = DefaultMaxIDBytes
+	}
+	if c.RetryAfterMax <= 0 {
+		c.RetryAfterMax = DefaultRetryAfterMax
 	}
 	if c.RetryInitial <= 0 {
 		c.RetryInitial = DefaultRetryInitial
@@ -160,6 +194,12 @@ type Stats struct {
 	Batches    int64  // successful Appends
 	Bytes      int64  // data bytes received
 	Reconnects int64  // connection attempts after the first
+	Oversized  int64  // SSE frames too large to read, cut and sent to the DLQ
+	BadIDs     int64  // SSE ids refused as a position (not a header value, or too long)
 	Position   string // last SSE id stored with a batch
 	Connected  bool   // a stream response is open
+	// LastError is why the last connection failed or ended (bounded text;
+	// empty while connected): a refused reply, a Retry-After, a stored
+	// position that cannot be sent.
+	LastError string
 }

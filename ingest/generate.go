@@ -74,6 +74,28 @@ func (r Recording) WriteTo(w io.Writer) (int64, error) {
 	return n, nil
 }
 
+// Padded returns a copy of r whose events are padded (at the end of their
+// "comment") to at least size bytes each; they stay valid events.
+func (r Recording) Padded(size int) Recording {
+	out := Recording{Events: make([][]byte, len(r.Events))}
+	for i, data := range r.Events {
+		if len(data) >= size {
+			out.Events[i] = data
+			continue
+		}
+		m := mustDecodeObject(data)
+		c, _ := m["comment"].(string)
+		padded := encodeCompact(m)
+		for len(padded) < size { // re-encoding may shorten escapes
+			c += strings.Repeat("x", size-len(padded))
+			m["comment"] = c
+			padded = encodeCompact(m)
+		}
+		out.Events[i] = padded
+	}
+	return out
+}
+
 // Sample returns the 50 real recorded events (19 edit, 1 new, 3 log,
 // 27 categorize) embedded in the binary.
 func Sample() Recording {

@@ -381,26 +381,6 @@ func TestIdleStreamIsDropped(t *testing.T) {
 	}
 }
 
-func TestFrameTooLargeStopsRun(t *testing.T) {
-	r, url := startReplay(t, ReplayConfig{Seed: 12})
-	r.Loops(Generate(12, 5), 1)
-	r.Oversized(1, 20_000) // > 2 x MaxEventBytes: the client cannot read it
-	db := tempBroker(t)
-	in, err := New(db, Config{URL: url, MaxEventBytes: 4096, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := in.Run(ctx); !errors.Is(err, ErrFrameTooLarge) {
-		t.Fatalf("Run: got %v, want ErrFrameTooLarge", err)
-	}
-	// The events before the frame are stored with their position.
-	if got := in.Stats().Appended; got != 5 {
-		t.Fatalf("appended before the large frame: got %d, want 5", got)
-	}
-}
-
 func TestNewFillsDefaults(t *testing.T) {
 	in, err := New(tempBroker(t), Config{})
 	if err != nil {
@@ -420,6 +400,10 @@ func TestNewFillsDefaults(t *testing.T) {
 		{"BatchMax", c.BatchMax, DefaultBatchMax},
 		{"BatchDelay", c.BatchDelay, DefaultBatchDelay},
 		{"MaxEventBytes", c.MaxEventBytes, DefaultMaxEventBytes},
+		{"BatchMaxBytes", c.BatchMaxBytes, DefaultBatchMaxBytes},
+		{"MaxBufferedBytes", c.MaxBufferedBytes, DefaultMaxBufferedBytes},
+		{"MaxIDBytes", c.MaxIDBytes, DefaultMaxIDBytes},
+		{"RetryAfterMax", c.RetryAfterMax, DefaultRetryAfterMax},
 		{"RetryInitial", c.RetryInitial, DefaultRetryInitial},
 		{"RetryMax", c.RetryMax, DefaultRetryMax},
 		{"IdleTimeout", c.IdleTimeout, DefaultIdleTimeout},

@@ -52,6 +52,10 @@ type ReplayConfig struct {
 	Heartbeat time.Duration
 	// Logger, default slog.Default().
 	Logger *slog.Logger
+	// Refuse, when set, is asked about every request (attempt counts them
+	// from 1): a non-zero status is replied instead of the stream, with
+	// header (a 429 or 503 with Retry-After, say).
+	Refuse func(attempt int64, req *http.Request) (status int, header http.Header)
 }
 
 // ReplayCounts counts what a Replay holds and sent, so a scenario can
@@ -68,6 +72,7 @@ type ReplayCounts struct {
 	LateEditNew   int64 // ... of which type edit or new
 	Canaries      int64 // canary events
 	Oversized     int64 // oversized events
+	BadIDs        int64 // valid events sent with an SSE id that is no position
 	Sent          int64 // events written to clients (all connections)
 	Connections   int64 // connections accepted
 }
@@ -98,7 +103,7 @@ type Replay struct {
 	counts  ReplayCounts
 	calls   int64 // enqueue calls, for per-call seeds
 
-	sent, conns atomic.Int64
+	sent, conns, attempts atomic.Int64
 
 	srv    *http.Server
 	closed chan struct{}
@@ -360,24 +365,25 @@ func (r *Replay) Canaries(n int) {
 // Oversized enqueues n otherwise valid events padded (in "comment") to at
 // least size bytes.
 func (r *Replay) Oversized(n, size int) {
-	rec := Generate(r.nextSeed(), n)
+	rec := Generate(r.nextSeed(), n).Padded(size)
 	es := make([]*entry, n)
 	for i, data := range rec.Events {
-		m := mustDecodeObject(data)
-		pad := max(0, size-len(data))
-		c, _ := m["comment"].(string)
-		m["comment"] = c + padding(pad)
-		es[i] = &entry{t: newTemplate(encodeCompact(m)), kind: KindOversized}
+		es[i] = &entry{t: newTemplate(data), kind: KindOversized}
 	}
 	r.add(es, func(c *ReplayCounts) { c.Oversized += int64(n) })
 }
 
-func padding(n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = 'x'
+// BadIDs enqueues n fresh valid events sent with the SSE id line id instead
+// of their position: a control character, a value too long to send back, or
+// anything else a hostile source might name its position. Clients must keep
+// their last good position.
+func (r *Replay) BadIDs(n int, id string) {
+	rec := Generate(r.nextSeed(), n)
+	es := make([]*entry, n)
+	for i, data := range rec.Events {
+		es[i] = &entry{t: newTemplate(data), kind: KindBadID, sseID: id}
 	}
-	return string(b)
+	r.add(es, func(c *ReplayCounts) { c.BadIDs += int64(n) })
 }
 
 func metaIDOf(data []byte) string { return newTemplate(data).metaID }
@@ -440,6 +446,15 @@ func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet {
 		http.Error(w, "GET only", http.StatusMethodNotAllowed)
 		return
+	}
+	if r.cfg.Refuse != nil {
+		if status, header := r.cfg.Refuse(r.attempts.Add(1), req); status != 0 {
+			for k, vs := range header {
+				w.Header()[k] = vs
+			}
+			http.Error(w, http.StatusText(status), status)
+			return
+		}
 	}
 	idx, err := r.startIndex(req)
 	if err != nil {
@@ -522,8 +537,12 @@ func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			}
 			now := time.Now()
 			bw.WriteString("event: message\nid: ")
-			idBuf = r.appendID(idBuf[:0], int64(idx/r.cfg.IDGroup))
-			bw.Write(idBuf)
+			if e.sseID != "" {
+				bw.WriteString(e.sseID)
+			} else {
+				idBuf = r.appendID(idBuf[:0], int64(idx/r.cfg.IDGroup))
+				bw.Write(idBuf)
+			}
 			bw.WriteString("\ndata: ")
 			e.writeData(bw, r.cfg.Seed, r.cfg.Restamp || e.kind == KindLate || e.stamp.Load() != 0, now)
 			if _, err := bw.WriteString("\n\n"); err != nil {

@@ -20,9 +20,10 @@ const (
 	KindLate                  // valid, stamped now minus an age
 	KindCanary                // valid, meta.domain "canary": must be skipped
 	KindOversized             // valid JSON but longer than a given size
+	KindBadID                 // valid, sent with an SSE id that is no position (see Replay.BadIDs)
 )
 
-var kindNames = [...]string{"loop", "resend", "violation", "late", "canary", "oversized"}
+var kindNames = [...]string{"loop", "resend", "violation", "late", "canary", "oversized", "bad-id"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -93,6 +94,7 @@ type entry struct {
 	loop  int           // loop pass: above 0 the meta.id sent is LoopID(seed, loop, t.metaID)
 	age   time.Duration // KindLate: event time is send time minus age
 	enq   int64         // unix nanos when enqueued (for since)
+	sseID string        // KindBadID: the id line sent instead of the position's
 	stamp atomic.Int64  // unix nanos of the first send, when stamped
 }
 

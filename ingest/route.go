@@ -13,6 +13,8 @@ type received struct {
 	id   string    // the SSE id in force for this event (stream position)
 	data string    // the data field, lines joined with "\n" as the SSE spec says
 	at   time.Time // when the client read it: the broker record's timestamp
+	// tooLarge: the frame was cut (frameGuard); data is what was read of it.
+	tooLarge bool
 }
 
 // routed is where one received event goes.
@@ -21,6 +23,7 @@ type routed struct {
 	canary bool // skipped: no record
 	dlq    bool
 	id     string
+	size   int // bytes of the event's data
 }
 
 // router turns received events into broker records. It is safe for
@@ -34,11 +37,14 @@ type router struct {
 }
 
 func (r *router) route(ev received) routed {
-	out := routed{id: ev.id}
+	out := routed{id: ev.id, size: len(ev.data)}
 	// The record's value is the event data itself, not a copy: nothing
 	// writes to a Record's bytes (the broker only copies them into its
 	// transaction), and ev.data is not used after this.
 	value := readOnlyBytes(ev.data)
+	if ev.tooLarge {
+		return r.dead(out, ev, value, fmt.Errorf("%w: the frame passed the read limit; its data up to the limit is kept", ErrFrameTooLarge))
+	}
 	if len(value) > r.maxBytes {
 		return r.dead(out, ev, value, fmt.Errorf("%w: %d bytes > limit %d", ErrOversized, len(value), r.maxBytes))
 	}

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"lakehouse/broker"
 	"lakehouse/internal/fault"
@@ -29,9 +32,16 @@ type Ingester struct {
 	transport http.RoundTripper
 
 	seen, appended, dlq, canary, batches, bytes, reconnects atomic.Int64
+	oversized, badIDs                                       atomic.Int64
 	connected                                               atomic.Bool
-	position                                                atomic.Pointer[string]
+	position, lastError                                     atomic.Pointer[string]
 	running                                                 atomic.Bool
+	since                                                   time.Time           // the first connection's since, when no position is stored (set by Run)
+	buffered                                                *semaphore.Weighted // event bytes between the stream and the broker
+
+	logMu       sync.Mutex
+	badIDLogged time.Time // when a refused id was last logged
+	badIDsQuiet int64     // refused since then, not logged
 }
 
 // New checks cfg, fills its defaults and compiles the contract.
@@ -55,10 +65,35 @@ func New(log broker.Log, cfg Config) (*Ingester, error) {
 			maxBytes: cfg.MaxEventBytes,
 		},
 		transport: cfg.HTTPTransport,
+		buffered:  semaphore.NewWeighted(int64(cfg.MaxBufferedBytes)),
 	}
 	empty := ""
 	in.position.Store(&empty)
+	in.lastError.Store(&empty)
 	return in, nil
+}
+
+// refusedID counts an SSE id refused as a stream position and logs it, with
+// a quoted prefix of at most 64 bytes, at most once per 10 s (saying how many
+// more were refused meanwhile).
+func (in *Ingester) refusedID(prefix []byte, n int, reason string) {
+	in.badIDs.Add(1)
+	in.logMu.Lock()
+	defer in.logMu.Unlock()
+	if !in.badIDLogged.IsZero() && time.Since(in.badIDLogged) < 10*time.Second {
+		in.badIDsQuiet++
+		return
+	}
+	in.cfg.Logger.Warn("ingest: SSE id refused as a stream position; the event keeps the last good one",
+		"source", in.cfg.Source, "reason", reason, "id_bytes", n, "id_prefix", strconv.Quote(string(prefix[:min(len(prefix), 64)])),
+		"refused_since_last_log", in.badIDsQuiet, "refused_total", in.badIDs.Load())
+	in.badIDLogged, in.badIDsQuiet = time.Now(), 0
+}
+
+// setLastError records why the stream failed (nil: it is fine again).
+func (in *Ingester) setLastError(err error) {
+	s := errorText(err)
+	in.lastError.Store(&s)
 }
 
 // Config returns the configuration with defaults filled in.
@@ -74,8 +109,11 @@ func (in *Ingester) Stats() Stats {
 		Batches:    in.batches.Load(),
 		Bytes:      in.bytes.Load(),
 		Reconnects: in.reconnects.Load(),
+		Oversized:  in.oversized.Load(),
+		BadIDs:     in.badIDs.Load(),
 		Position:   *in.position.Load(),
 		Connected:  in.connected.Load(),
+		LastError:  *in.lastError.Load(),
 	}
 }
 
@@ -96,9 +134,10 @@ func Run(ctx context.Context, log broker.Log, cfg Config) error {
 // the SSE id of the batch's last event under MetaKey(Source): after a crash
 // the stored position is never ahead of the stored events. Network failures
 // are retried forever with backoff. Run returns an error only for what
-// cannot heal by waiting: the broker failing (topic creation, Meta, Append)
-// or an SSE frame too large to read (ErrFrameTooLarge); events already
-// received are still appended first. An Ingester runs once.
+// cannot heal by waiting: the broker failing (topic creation, Meta,
+// Append); events already received are still appended first. A frame too
+// large to read, a hostile id or a stored position that cannot be sent never
+// stop Run (see ErrFrameTooLarge, Config.MaxIDBytes, ResetPosition). An Ingester runs once.
 func (in *Ingester) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
 		return errors.New("run ingest: already started")
@@ -110,14 +149,28 @@ func (in *Ingester) Run(ctx context.Context) error {
 	if err := in.log.CreateTopic(ctx, cfg.DLQTopic, 1); err != nil {
 		return fmt.Errorf("create topic %s: %w", cfg.DLQTopic, err)
 	}
-	pos, err := in.log.Meta(ctx, MetaKey(cfg.Source))
+	from, since, err := in.resumePosition(ctx)
 	if err != nil {
-		return fmt.Errorf("read resume position: %w", err)
+		return err
 	}
-	from := string(pos)
 	in.position.Store(&from)
+	if since.IsZero() {
+		since = cfg.Since
+	}
 	cfg.Logger.Info("ingest: starting", "source", cfg.Source, "url", cfg.URL, "resume_from", from,
-		"since", cfg.Since, "topic", cfg.Topic, "dlq", cfg.DLQTopic)
+		"since", since, "topic", cfg.Topic, "dlq", cfg.DLQTopic)
+	if reason := badIDReason([]byte(from), cfg.MaxIDBytes); reason != "" {
+		// Written by an earlier version: sending it fails (or is refused)
+		// at every attempt. Wait, disconnected, for an operator to reset it
+		// (readiness reports the disconnection).
+		err := fmt.Errorf("stored resume position (%d bytes, %s) is %s: stop the appliance and run `lakehouse reset-position`: %w",
+			len(from), strconv.Quote(from[:min(len(from), 64)]), reason, ErrBadPosition)
+		in.setLastError(err)
+		cfg.Logger.Error("ingest: not connecting", "source", cfg.Source, "err", err)
+		<-ctx.Done()
+		return nil
+	}
+	in.since = since
 
 	// The pipeline: stream -> chunker -> workers (validate) -> batcher (in
 	// order) -> appender. Closing each stage's input ends the next stage, so
@@ -168,10 +221,15 @@ func (in *Ingester) Run(ctx context.Context) error {
 	err = in.stream(runCtx, from, func(ev received) error {
 		in.seen.Add(1)
 		in.bytes.Add(int64(len(ev.data)))
+		// Released once the event is appended (or skipped).
+		if err := in.buffered.Acquire(runCtx, in.weight(len(ev.data))); err != nil {
+			return err
+		}
 		select {
 		case events <- ev:
 			return nil
 		case <-runCtx.Done():
+			in.buffered.Release(in.weight(len(ev.data)))
 			return runCtx.Err()
 		}
 	})
@@ -223,11 +281,19 @@ func chunkEvents(events <-chan received, work, ordered chan<- *chunk) {
 	}
 }
 
+// weight is what an event counts against MaxBufferedBytes: its data, at
+// least 1 and at most the whole bound (so one event always gets in).
+func (in *Ingester) weight(size int) int64 {
+	return min(max(int64(size), 1), int64(in.cfg.MaxBufferedBytes))
+}
+
 // pending is one batch on its way to the broker.
 type pending struct {
 	b                     broker.Batch
 	events, dlq, canaries int64
 	position              string
+	weight                int64 // of its events against MaxBufferedBytes
+	bytes                 int   // event data bytes, for BatchMaxBytes
 }
 
 // batch collects routed events in stream order and hands a batch to the
@@ -272,6 +338,8 @@ func (in *Ingester) batch(ordered <-chan *chunk, out chan<- pending) {
 					expired = timer.C
 				}
 				n++
+				p.weight += in.weight(r.size)
+				p.bytes += r.size
 				if r.id != "" {
 					p.position = r.id
 				}
@@ -285,7 +353,7 @@ func (in *Ingester) batch(ordered <-chan *chunk, out chan<- pending) {
 					p.events++
 					p.b.Records = append(p.b.Records, r.rec)
 				}
-				if n >= in.cfg.BatchMax {
+				if n >= in.cfg.BatchMax || p.bytes >= in.cfg.BatchMaxBytes {
 					flush()
 				}
 			}
@@ -300,6 +368,7 @@ func (in *Ingester) batch(ordered <-chan *chunk, out chan<- pending) {
 // position it would store is not needed for correctness (re-reading canaries
 // only skips them again).
 func (in *Ingester) append(ctx context.Context, p pending) error {
+	defer in.buffered.Release(p.weight)
 	if len(p.b.Records) == 0 {
 		in.canary.Add(p.canaries)
 		return nil

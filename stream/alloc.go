@@ -8,18 +8,25 @@ import (
 )
 
 // poolAllocator is an Arrow allocator that recycles large buffers. A bronze
-// batch builds a few hundred MB of Arrow buffers and releases them after the
+// batch builds tens of MB of Arrow buffers and releases them after the
 // table commit; fresh memory for each batch costs more (page faults, zeroing,
 // GC) than reading the broker. Small allocations go to the Go allocator.
+// What it keeps is bounded in bytes as well as per size class: after a
+// burst of large events it held a dozen buffers of each class up to the
+// largest batch, hundreds of MB that the live stream never used again.
 type poolAllocator struct {
 	mu    sync.Mutex
 	free  map[int][][]byte // by power-of-two capacity
+	kept  int              // bytes (capacity) in free
 	small memory.GoAllocator
 }
 
 const (
 	poolMinSize  = 1 << 20 // below this, plain Go allocation
 	poolPerClass = 12      // buffers kept per size class (4 partitions x 2 batches in flight, + slack)
+	// poolMaxBytes bounds the bytes kept: two byte-capped batches (the one
+	// in flight and the one read ahead).
+	poolMaxBytes = 2 * DefaultMaxBytesPerTrigger
 )
 
 func newPoolAllocator() *poolAllocator {
@@ -36,6 +43,7 @@ func (a *poolAllocator) Allocate(size int) []byte {
 	var b []byte
 	if n := len(list); n > 0 {
 		b, a.free[class] = list[n-1], list[:n-1]
+		a.kept -= class
 	}
 	a.mu.Unlock()
 	if b == nil {
@@ -62,8 +70,9 @@ func (a *poolAllocator) Free(b []byte) {
 		return
 	}
 	a.mu.Lock()
-	if len(a.free[c]) < poolPerClass {
+	if len(a.free[c]) < poolPerClass && a.kept+c <= poolMaxBytes {
 		a.free[c] = append(a.free[c], b[:0])
+		a.kept += c
 	}
 	a.mu.Unlock()
 }

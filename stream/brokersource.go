@@ -87,9 +87,13 @@ func (s *BrokerSource) Earliest(ctx context.Context) (Offset, error) {
 	return p.Offset(), nil
 }
 
-// Plan caps the batch at max records, shared between partitions in
-// proportion to their backlog (as Spark's Kafka source does).
-func (s *BrokerSource) Plan(ctx context.Context, start Offset, max int64) (Offset, int64, error) {
+// Plan caps the batch at limit.Units records, shared between partitions in
+// proportion to their backlog (as Spark's Kafka source does), and then at
+// limit.Bytes of record keys and values: records are taken whole, in the
+// same proportions, until the next one would pass the cap (always at least
+// one record). The sizes come from the log's Sizer when it has one, else
+// from reading the records.
+func (s *BrokerSource) Plan(ctx context.Context, start Offset, limit Limit) (Offset, int64, error) {
 	from, err := ParsePartitionOffsets(start)
 	if err != nil {
 		return "", 0, err
@@ -100,7 +104,7 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, max int64) (Offse
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
 	avail := make([]int64, len(parts))
-	var total int64
+	var total, held int64
 	for i, po := range parts {
 		f, ok := from[po.Partition]
 		if !ok {
@@ -113,7 +117,9 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, max int64) (Offse
 		from[po.Partition] = f
 		avail[i] = po.End - f
 		total += avail[i]
+		held += po.Bytes
 	}
+	max := limit.Units
 	take := make([]int64, len(parts))
 	if total <= max {
 		copy(take, avail)
@@ -130,6 +136,12 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, max int64) (Offse
 			}
 		}
 	}
+	// Everything the partitions hold fits: no need to look at sizes.
+	if limit.Bytes > 0 && held > limit.Bytes {
+		if err := s.capBytes(ctx, parts, from, take, limit.Bytes); err != nil {
+			return "", 0, err
+		}
+	}
 	end := PartitionOffsets{}
 	var n int64
 	for i, po := range parts {
@@ -140,6 +152,86 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, max int64) (Offse
 		return from.Offset(), 0, nil
 	}
 	return end.Offset(), n, nil
+}
+
+// capBytes lowers take (records per partition, from from) so that the
+// records' bytes stay within maxBytes. Records are admitted one at a time
+// from the partition that is least far through its share (i before j when
+// (c[i]+1)/take[i] < (c[j]+1)/take[j]), so the cut keeps the proportions of
+// take; the first record that does not fit ends the batch, unless it is the
+// first of all.
+func (s *BrokerSource) capBytes(ctx context.Context, parts []broker.PartitionOffsets, from PartitionOffsets, take []int64, maxBytes int64) error {
+	sizes := make([][]int64, len(parts))
+	for i, po := range parts {
+		if take[i] == 0 {
+			continue
+		}
+		sz, err := s.sizes(ctx, po.Partition, from[po.Partition], take[i])
+		if err != nil {
+			return err
+		}
+		if int64(len(sz)) != take[i] {
+			return fmt.Errorf("plan %s partition %d: %d record sizes from %d, want %d: %w",
+				s.Topic, po.Partition, len(sz), from[po.Partition], take[i], ErrSourceBehind)
+		}
+		sizes[i] = sz
+	}
+	got := make([]int64, len(parts))
+	var bytes, n int64
+	for {
+		best := -1
+		for i := range parts {
+			if got[i] >= take[i] {
+				continue
+			}
+			// (got[i]+1)/take[i] < (got[best]+1)/take[best], without division.
+			if best < 0 || (got[i]+1)*take[best] < (got[best]+1)*take[i] {
+				best = i
+			}
+		}
+		if best < 0 {
+			break // everything planned fits
+		}
+		sz := sizes[best][got[best]]
+		if n > 0 && bytes+sz > maxBytes {
+			break
+		}
+		bytes += sz
+		got[best]++
+		n++
+	}
+	copy(take, got)
+	return nil
+}
+
+// sizes returns the key+value bytes of n records of partition p from off.
+func (s *BrokerSource) sizes(ctx context.Context, p int, off, n int64) ([]int64, error) {
+	if sz, ok := s.Log.(broker.Sizer); ok {
+		out, err := sz.Sizes(ctx, s.Topic, p, off, int(n))
+		if err != nil {
+			return nil, fmt.Errorf("plan %s/%d at %d: record sizes: %w", s.Topic, p, off, err)
+		}
+		return out, nil
+	}
+	chunk := s.ReadChunk
+	if chunk <= 0 {
+		chunk = DefaultReadChunk
+	}
+	out := make([]int64, 0, n)
+	for end := off + n; off < end; {
+		msgs, err := s.Log.Read(ctx, s.Topic, p, off, int(min(int64(chunk), end-off)))
+		if err != nil {
+			return nil, fmt.Errorf("plan %s/%d at %d: read record sizes: %w", s.Topic, p, off, err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			out = append(out, int64(len(m.Key)+len(m.Value)))
+		}
+		off += int64(len(msgs))
+	}
+	return out, nil
 }
 
 // Wait returns when any partition has records beyond start.

@@ -19,6 +19,17 @@ const (
 	// ahead, so at the ~1.2 KB of an average recentchange event 20,000
 	// records are ~24 MiB per batch in flight.
 	DefaultMaxOffsetsPerTrigger = 20_000
+	// DefaultMaxBytesPerTrigger caps the input bytes one batch may cover
+	// (record keys and values for bronze; the rows' in-memory size for a
+	// table source), whatever the size of one event: 20,000 events of
+	// 200 KB would be 4 GB in one batch. A batch holds whole records and at
+	// least one. The batch in flight, the next one read ahead and the
+	// Parquet writer's buffers are each about this size, so it bounds the
+	// memory of a backlog drain at a few times 32 MiB per query
+	// (TestLargeEventsLandInSilver: 200 KB events drain in about 550 MiB at
+	// 32 MiB, 960 MiB at 64, 350 MiB at 16); at the ~1.2 KB of an average
+	// event the offset cap (20,000 records, ~24 MiB) binds first.
+	DefaultMaxBytesPerTrigger = 32 << 20
 	// DefaultRetainBatches is how many offset/commit/state entries the
 	// checkpoint keeps (Spark's minBatchesToRetain).
 	DefaultRetainBatches = 100
@@ -64,11 +75,16 @@ type Config struct {
 	Name string
 	// Trigger is the processing-time trigger interval (DefaultTrigger). A
 	// negative value means no pause between batches. A batch that hit
-	// MaxOffsetsPerTrigger is followed at once (a backlog drains at full
-	// speed, in capped batches). Query.Drain ignores it.
+	// MaxOffsetsPerTrigger or MaxBytesPerTrigger is followed at once (a
+	// backlog drains at full speed, in capped batches). Query.Drain ignores
+	// it.
 	Trigger time.Duration
 	// MaxOffsetsPerTrigger caps one batch (DefaultMaxOffsetsPerTrigger).
 	MaxOffsetsPerTrigger int64
+	// MaxBytesPerTrigger caps one batch's input bytes
+	// (DefaultMaxBytesPerTrigger; negative: no byte cap). A batch that hit
+	// it is followed at once, as one that hit MaxOffsetsPerTrigger.
+	MaxBytesPerTrigger int64
 	// CheckpointDir is the query's checkpoint directory. When empty, New uses
 	// CheckpointPath(DataDir, Name).
 	CheckpointDir string
@@ -110,6 +126,9 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.MaxOffsetsPerTrigger <= 0 {
 		c.MaxOffsetsPerTrigger = DefaultMaxOffsetsPerTrigger
+	}
+	if c.MaxBytesPerTrigger == 0 {
+		c.MaxBytesPerTrigger = DefaultMaxBytesPerTrigger
 	}
 	if c.CheckpointDir == "" {
 		if c.DataDir == "" {

@@ -1,10 +1,12 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -124,7 +126,7 @@ func TestBrokerSourcePlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			end, n, err := src.Plan(ctx, tc.start, tc.max)
+			end, n, err := src.Plan(ctx, tc.start, Limit{Units: tc.max})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,11 +156,146 @@ func TestBrokerSourcePlan(t *testing.T) {
 		})
 	}
 	t.Run("beyond end", func(t *testing.T) {
-		_, _, err := src.Plan(ctx, PartitionOffsets{0: ends[0] + 1}.Offset(), 10)
+		_, _, err := src.Plan(ctx, PartitionOffsets{0: ends[0] + 1}.Offset(), Limit{Units: 10})
 		if !errors.Is(err, ErrSourceBehind) {
 			t.Errorf("got %v, want ErrSourceBehind", err)
 		}
 	})
+}
+
+// plainLog hides the broker's Sizer: BrokerSource must then read the
+// records to learn their sizes.
+type plainLog struct{ broker.Log }
+
+// TestBrokerSourcePlanBytes: a backlog whose records total more than the
+// byte cap is split into batches of whole records within the cap (the
+// first record alone when it is larger), shared between partitions in the
+// proportions of the offset cap, whether the log tells sizes (Sizer) or
+// they are read.
+func TestBrokerSourcePlanBytes(t *testing.T) {
+	db := openBroker(t, filepath.Join(t.TempDir(), "broker.db"), 4)
+	defer db.Close()
+	ctx := ctxT(t, 30*time.Second)
+	// 400 records of 1,000 to 4,990 bytes (value plus a 4-byte key), keys
+	// spread over the 4 partitions, then one of 50 KB.
+	var recs []broker.Record
+	var total int64
+	for i := range 400 {
+		v := bytes.Repeat([]byte("v"), 996+(i%5)*1000)
+		recs = append(recs, broker.Record{Topic: testTopic, Partition: i % 4, Key: []byte(fmt.Sprintf("%04d", i)), Value: v})
+		total += int64(len(v) + 4)
+	}
+	recs = append(recs, broker.Record{Topic: testTopic, Partition: 1, Key: []byte("big!"), Value: bytes.Repeat([]byte("b"), 50_000)})
+	if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		log  broker.Log
+	}{{"sizer", db}, {"read", plainLog{db}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := NewBrokerSource(tc.log, testTopic, testSchema)
+			start, err := src.Earliest(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const capBytes = 100_000
+			var batches, records int64
+			var sum int64
+			for {
+				end, n, err := src.Plan(ctx, start, Limit{Units: 1000, Bytes: capBytes})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				recs, size, err := src.Read(ctx, start, end)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := countRows(recs); got != n {
+					t.Errorf("batch %d: read %d rows, planned %d", batches, got, n)
+				}
+				release(recs)
+				if size > capBytes && n > 1 {
+					t.Errorf("batch %d: %d records of %d bytes, cap %d", batches, n, size, capBytes)
+				}
+				if n == 1 && size > capBytes && size != 50_004 {
+					t.Errorf("batch %d: a single record of %d bytes over the cap, want only the 50 KB one", batches, size)
+				}
+				from, _ := ParsePartitionOffsets(start)
+				to, _ := ParsePartitionOffsets(end)
+				if batches == 0 {
+					// The first batch is a cut of an even backlog: each
+					// partition gives about a quarter.
+					for p := range 4 {
+						if d := to[p] - from[p]; d < n/4-1 || d > n/4+1 {
+							t.Errorf("first batch: partition %d gives %d of %d records, want about a quarter", p, d, n)
+						}
+					}
+				}
+				batches++
+				records += n
+				sum += size
+				start = end
+			}
+			if records != 401 || sum != total+50_004 {
+				t.Errorf("drained %d records, %d bytes; want 401, %d", records, sum, total+50_004)
+			}
+			if min := (total + 50_004) / capBytes; batches <= min {
+				t.Errorf("%d batches of at most %d bytes for %d bytes, want more than %d", batches, capBytes, sum, min)
+			}
+		})
+	}
+	t.Run("a record over the cap alone", func(t *testing.T) {
+		src := NewBrokerSource(db, testTopic, testSchema)
+		if _, n, err := src.Plan(ctx, Offset(`{}`), Limit{Units: 1000, Bytes: 10}); err != nil || n != 1 {
+			t.Errorf("cap below one record: got %d records (%v), want 1", n, err)
+		}
+	})
+}
+
+// TestRunByteCappedBatchesDoNotWaitForTrigger: a batch cut by the byte cap
+// (far below the offset cap) is followed at once, as one cut by the offset
+// cap: a backlog drains with a trigger longer than the test.
+func TestRunByteCappedBatchesDoNotWaitForTrigger(t *testing.T) {
+	dir := t.TempDir()
+	db := openBroker(t, filepath.Join(dir, "broker.db"), 2)
+	defer db.Close()
+	fill(t, db, 350, 50)
+	var held int64
+	for _, p := range testPartitions(t, db) {
+		held += p.Bytes
+	}
+	sink := newMemSink()
+	cfg := Config{CheckpointDir: filepath.Join(dir, "cp"), Trigger: time.Hour, MaxOffsetsPerTrigger: 100_000,
+		MaxBytesPerTrigger: held / 5}
+	q := newTestQuery(t, cfg, db, sink, nil, &memProgress{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- q.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(sink.pairs("bronze")) < 350 {
+		if time.Now().After(deadline) {
+			_, runs := q.Last()
+			t.Fatalf("backlog of %d bytes, cap %d, 1 h trigger: %d batches ran, %d of 350 landed", held, held/5, runs, len(sink.pairs("bronze")))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	last, runs := q.Last()
+	if runs < 5 {
+		t.Errorf("%d batches for 5 caps' worth, want at least 5", runs)
+	}
+	if last.Bytes > held/5 {
+		t.Errorf("last batch: %d bytes, cap %d", last.Bytes, held/5)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel: got %v, want nil", err)
+	}
+	checkExactlyOnce(t, sink.pairs("bronze"), endOffsets(t, db), false)
 }
 
 // newTestQuery builds a query over a real broker and a memSink.

@@ -30,7 +30,7 @@ func (q *Query) startPrefetch(ctx context.Context, start Offset) {
 	go func() {
 		defer close(pf.done)
 		t := time.Now()
-		pf.end, pf.n, pf.err = q.src.Plan(ctx, start, q.cfg.MaxOffsetsPerTrigger)
+		pf.end, pf.n, pf.err = q.src.Plan(ctx, start, q.limit())
 		if pf.err != nil || pf.n == 0 {
 			return
 		}

@@ -20,6 +20,18 @@ type Batch struct {
 	Meta    json.RawMessage
 }
 
+// Limit caps one batch. A Source plans whole units (a record, a snapshot)
+// and always at least one when input is available, so one unit larger than
+// Bytes still makes a batch of its own.
+type Limit struct {
+	// Units caps the units a batch covers (records, rows), summed over
+	// partitions (Config.MaxOffsetsPerTrigger).
+	Units int64
+	// Bytes caps the input bytes a batch covers (Config.MaxBytesPerTrigger);
+	// 0 or less: no byte cap.
+	Bytes int64
+}
+
 // Source is where a query's input comes from. Offsets are opaque to the
 // engine; a Source must plan ranges deterministically so that a re-run reads
 // exactly the same input.
@@ -27,11 +39,11 @@ type Source interface {
 	// Earliest returns the position before the first available input; a
 	// query with no history starts there.
 	Earliest(ctx context.Context) (Offset, error)
-	// Plan returns the end of the next batch starting at start, covering at
-	// most max units (records, snapshots), and the number of units it covers.
-	// It returns start and 0 when nothing new is available. Returns
-	// ErrSourceBehind if start is no longer (or was never) readable.
-	Plan(ctx context.Context, start Offset, max int64) (end Offset, n int64, err error)
+	// Plan returns the end of the next batch starting at start, within
+	// limit, and the number of units (records, rows) it covers. It returns
+	// start and 0 when nothing new is available. Returns ErrSourceBehind if
+	// start is no longer (or was never) readable.
+	Plan(ctx context.Context, start Offset, limit Limit) (end Offset, n int64, err error)
 	// Wait blocks until input beyond start may be available, or ctx is done
 	// (returning ctx.Err()).
 	Wait(ctx context.Context, start Offset) error

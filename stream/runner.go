@@ -47,7 +47,7 @@ type Query struct {
 
 	pre    *prefetch // reading the batch after the current one
 	ready  *prefetch // the planned batch's input, already read
-	capped bool      // the last planned batch hit MaxOffsetsPerTrigger
+	capped bool      // the last planned batch hit a cap (or left input behind)
 }
 
 // New builds a query. proc may be nil (input goes to the sink unchanged);
@@ -297,7 +297,7 @@ func (q *Query) plan(ctx context.Context, prev OffsetEntry) (OffsetEntry, bool, 
 		end, n, q.ready = pf.end, pf.n, pf
 	} else {
 		var err error
-		end, n, err = q.src.Plan(ctx, prev.End, q.cfg.MaxOffsetsPerTrigger)
+		end, n, err = q.src.Plan(ctx, prev.End, q.limit())
 		if err != nil {
 			return OffsetEntry{}, false, fmt.Errorf("plan batch %d: %w", prev.Batch+1, err)
 		}
@@ -305,9 +305,10 @@ func (q *Query) plan(ctx context.Context, prev OffsetEntry) (OffsetEntry, bool, 
 			return OffsetEntry{}, false, nil
 		}
 	}
-	// A batch that hit the cap leaves a backlog; so does one a source ended
-	// early at a unit boundary (a table source takes whole snapshots) while
-	// more was there. Either way the next batch starts at once.
+	// A batch that hit the offset cap leaves a backlog; so does one that hit
+	// the byte cap, or that a source ended early at a unit boundary (a
+	// table source takes whole snapshots), while more was there. Either way
+	// the next batch starts at once.
 	q.capped = n >= q.cfg.MaxOffsetsPerTrigger
 	if !q.capped && q.cfg.Trigger > 0 {
 		if lag, err := q.src.Lag(ctx, end); err == nil && lag > 0 {
@@ -327,6 +328,11 @@ func (q *Query) plan(ctx context.Context, prev OffsetEntry) (OffsetEntry, bool, 
 	}
 	fault.Hit(hookAfterOffsetEntry)
 	return e, true, nil
+}
+
+// limit is the cap of one batch.
+func (q *Query) limit() Limit {
+	return Limit{Units: q.cfg.MaxOffsetsPerTrigger, Bytes: q.cfg.MaxBytesPerTrigger}
 }
 
 func (q *Query) batchOf(e OffsetEntry) Batch {

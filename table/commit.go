@@ -30,11 +30,16 @@ var (
 // Snapshot-summary and property keys. Every key of ours carries the
 // "lakehouse." prefix so it can never overwrite a reserved Iceberg key.
 const (
-	PropPrefix       = "lakehouse."
-	SummaryQueryID   = "lakehouse.query-id"
-	SummaryBatchID   = "lakehouse.batch-id"
-	SummaryOffsets   = "lakehouse.offsets"
-	markerPropPrefix = "lakehouse.marker."
+	PropPrefix     = "lakehouse."
+	SummaryQueryID = "lakehouse.query-id"
+	SummaryBatchID = "lakehouse.batch-id"
+	SummaryOffsets = "lakehouse.offsets"
+	// SummaryAddedBytes is the in-memory (Arrow) size of the rows a
+	// CommitBatch snapshot added: what reading them back costs, which the
+	// compressed added-files-size can understate a hundredfold (see
+	// Snapshot.AddedBytes).
+	SummaryAddedBytes = "lakehouse.added-bytes"
+	markerPropPrefix  = "lakehouse.marker."
 )
 
 // Batch is one micro-batch of a streaming query, committed exactly once.
@@ -145,6 +150,7 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 		return Result{Committed: false, SnapshotID: batchSnapshot(tbl, b.Query, b.ID)}, nil
 	}
 
+	added := recordBytes(b.Records) // before writeDataFiles consumes the records
 	recs, rows, err := conform(tbl, b.Records)
 	if err != nil {
 		return Result{}, fmt.Errorf("commit batch %s/%d to %s: %w", b.Query, b.ID, ident, err)
@@ -156,6 +162,7 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 	fault.Hit(hookAfterDataFiles)
 
 	summary := summaryProps(b)
+	summary[SummaryAddedBytes] = strconv.FormatInt(added, 10)
 	unlock := l.lockTable(ident)
 	defer unlock()
 	for attempt := 0; ; attempt++ {
@@ -247,7 +254,7 @@ func markerProps(summary iceberg.Properties) map[string]string {
 	out := make(map[string]string, len(summary))
 	for k, v := range summary {
 		switch k {
-		case SummaryQueryID, SummaryBatchID, SummaryOffsets:
+		case SummaryQueryID, SummaryBatchID, SummaryOffsets, SummaryAddedBytes:
 			continue
 		}
 		out[k] = v
@@ -264,16 +271,45 @@ func summaryProps(b Batch) iceberg.Properties {
 		SummaryBatchID: strconv.FormatInt(b.ID, 10),
 		SummaryOffsets: b.Offsets,
 	}
+	reserved := func(k string) bool { _, ok := p[k]; return ok || k == SummaryAddedBytes }
 	for k, v := range b.Props {
 		if !strings.HasPrefix(k, PropPrefix) {
 			k = PropPrefix + k
 		}
-		if _, reserved := p[k]; reserved {
+		if reserved(k) {
 			continue
 		}
 		p[k] = v
 	}
 	return p
+}
+
+// recordBytes is the size of the buffers behind recs (a buffer shared by
+// two columns counted twice: an upper bound).
+func recordBytes(recs []arrow.RecordBatch) int64 {
+	var n int64
+	for _, r := range recs {
+		for _, c := range r.Columns() {
+			n += dataBytes(c.Data())
+		}
+	}
+	return n
+}
+
+func dataBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += dataBytes(c)
+	}
+	if dict, ok := d.Dictionary().(*array.Data); ok && dict != nil {
+		n += dataBytes(dict)
+	}
+	return n
 }
 
 // conform checks every record against the table schema and rebinds it to the

@@ -51,11 +51,23 @@ var DefaultTableProps = map[string]string{
 	icetable.CommitNumRetriesKey:                 "0",
 	icetable.WriteTargetFileSizeBytesKey:         "134217728", // 128 MiB
 	icetable.ParquetRowGroupSizeBytesKey:         "16777216",  // 16 MiB
+	icetable.ParquetPageRowLimitKey:              PageRowLimit,
 	icetable.ParquetCompressionKey:               "zstd",
 	icetable.ParquetCompressionLevelKey:          "1", // fastest: BenchmarkBronzeDrain +7..17 %, files +2 % vs level 3
 	icetable.MinSnapshotsToKeepKey:               "1",
 	"lakehouse.owner":                            "lakehouse/table",
 }
+
+// PageRowLimit is write.parquet.page-row-limit, which iceberg-go hands to
+// the Parquet writer as its write batch: a page is cut at the data page size
+// (1 MiB) but only checked after each such batch of values, so a page can
+// hold up to 1 MiB plus PageRowLimit values. At iceberg-go's default of
+// 20,000, 1,500 values of 200 KB made one 300 MB page, which the Parquet
+// reader refuses (its limit is 256 MiB, DefaultMaxUncompressedPageSize): at
+// 100, a page of the broker's largest records (1 MiB) stays under 101 MiB,
+// of the largest events ingest passes (256 KiB) under 27 MiB, and pages of
+// small values are still cut at 1 MiB (TestPagesBoundedWhateverTheBatch).
+const PageRowLimit = "100"
 
 // S3Config holds the S3 settings; main fills them from the standard AWS_*
 // environment. Empty fields fall back to the AWS SDK's default chain.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +18,19 @@ type Snapshot struct {
 	Sequence    int64
 	TimestampMs int64
 	Summary     map[string]string // operation under "operation", plus the summary properties
+}
+
+// AddedBytes is the in-memory size of the rows the snapshot added
+// (SummaryAddedBytes), or, for a snapshot written without it, the size of
+// its added data files (Iceberg's added-files-size, compressed); 0 when it
+// has neither.
+func (s Snapshot) AddedBytes() int64 {
+	for _, k := range []string{SummaryAddedBytes, "added-files-size"} {
+		if n, err := strconv.ParseInt(s.Summary[k], 10, 64); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 func toSnapshot(s icetable.Snapshot) Snapshot {

@@ -31,6 +31,9 @@ const (
 	DefaultSoakRecording   = 100_000     // events in the looped recording, at most
 	DefaultSoakWarmup      = 5 * time.Minute
 	DefaultSoakDrain       = 5 * time.Minute
+	// DefaultSoakLargeRecording bounds the recording of padded events
+	// (EventBytes): 500 of 200 KB are 100 MB in the parent.
+	DefaultSoakLargeRecording = 500
 )
 
 // feedStep is how often the soak enqueues what its rate schedule has due;
@@ -59,6 +62,10 @@ type SoakConfig struct {
 	// Recording is the number of generated events looped over (default
 	// the events expected, at most DefaultSoakRecording).
 	Recording int `json:"recording_events"`
+	// EventBytes, when positive, pads every event of the recording (in its
+	// comment) to at least this many bytes: large events, still valid. The
+	// recording then defaults to at most DefaultSoakLargeRecording events.
+	EventBytes int `json:"event_bytes,omitempty"`
 	// ExtraArgs are appended to the appliance's `run` arguments.
 	ExtraArgs []string `json:"extra_args,omitempty"`
 	// DrainTimeout bounds the wait, after the last event is fed, for the
@@ -104,7 +111,11 @@ func (c *SoakConfig) fill() {
 	defD(&c.Warmup, min(DefaultSoakWarmup, c.Duration/10))
 	defD(&c.DrainTimeout, DefaultSoakDrain)
 	if c.Recording <= 0 {
-		c.Recording = int(min(math.Ceil(c.Due(c.Duration)), DefaultSoakRecording))
+		most := DefaultSoakRecording
+		if c.EventBytes > 0 {
+			most = DefaultSoakLargeRecording
+		}
+		c.Recording = int(min(math.Ceil(c.Due(c.Duration)), float64(most)))
 		c.Recording = max(c.Recording, 1)
 	}
 	if c.Seed == 0 {
@@ -161,6 +172,7 @@ type SoakSample struct {
 
 	// From /proc/<pid>.
 	RSSBytes            int64   `json:"rss_bytes"`
+	HWMBytes            int64   `json:"hwm_bytes"` // VmHWM: the peak RSS so far, between samples too
 	AnonBytes           int64   `json:"anon_rss_bytes"`
 	FileBytes           int64   `json:"file_rss_bytes"`
 	CPUSeconds          float64 `json:"cpu_seconds"` // since the appliance started
@@ -264,9 +276,17 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		return fail(fmt.Errorf("start replay server: %w", err))
 	}
 	defer replay.Close()
-	feed := replay.Feed(ingest.Generate(cfg.Seed, cfg.Recording))
-	fmt.Fprintf(out, "soak: %s at %g ev/s, bursts to %g ev/s for %s every %s; sample every %s; seed %d; recording %s events; data %s\n",
-		cfg.Duration, cfg.Rate, cfg.Burst, cfg.BurstLength, cfg.BurstEvery, cfg.Sample, cfg.Seed, humanize.Count(int64(cfg.Recording)), cfg.DataDir)
+	rec := ingest.Generate(cfg.Seed, cfg.Recording)
+	if cfg.EventBytes > 0 {
+		rec = rec.Padded(cfg.EventBytes)
+	}
+	feed := replay.Feed(rec)
+	size := ""
+	if cfg.EventBytes > 0 {
+		size = fmt.Sprintf(" of %s bytes", humanize.Count(int64(cfg.EventBytes)))
+	}
+	fmt.Fprintf(out, "soak: %s at %g ev/s, bursts to %g ev/s for %s every %s; sample every %s; seed %d; recording %s events%s; data %s\n",
+		cfg.Duration, cfg.Rate, cfg.Burst, cfg.BurstLength, cfg.BurstEvery, cfg.Sample, cfg.Seed, humanize.Count(int64(cfg.Recording)), size, cfg.DataDir)
 
 	args := append([]string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0"}, cfg.ExtraArgs...)
 	cmd := cfg.Launch(args)

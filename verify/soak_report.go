@@ -32,6 +32,7 @@ type SoakSummary struct {
 
 	PeakRSSMiB          float64 `json:"peak_rss_mib"` // sampled VmRSS after the warm-up
 	PeakAnonMiB         float64 `json:"peak_anon_rss_mib"`
+	PeakHWMMiB          float64 `json:"peak_hwm_mib"` // VmHWM at the last sample: the peak RSS of the whole run, warm-up and drain included
 	RSSSlopeMiBPerHour  float64 `json:"rss_slope_mib_per_h"`
 	AnonSlopeMiBPerHour float64 `json:"anon_rss_slope_mib_per_h"`
 	HeapSlopeMiBPerHour float64 `json:"heap_in_use_slope_mib_per_h"`
@@ -163,6 +164,7 @@ func summarize(res *SoakResult) SoakSummary {
 			sum.PeakAnonMiB = max(sum.PeakAnonMiB, float64(s.AnonBytes)/mib)
 		}
 		sum.MaxGoroutines = max(sum.MaxGoroutines, s.Runtime.Goroutines)
+		sum.PeakHWMMiB = max(sum.PeakHWMMiB, float64(s.HWMBytes)/mib)
 	}
 	if n := len(res.Samples); n > 0 {
 		sum.EndGoroutines = res.Samples[n-1].Runtime.Goroutines
@@ -261,12 +263,12 @@ func (s SoakSummary) Line() string {
 			humanize.Count(s.Silver), humanize.Count(s.ExpectedSilver), humanize.Count(s.Broker), humanize.Count(s.ExpectedBroker),
 			humanize.Count(s.DLQ), humanize.Count(s.ExpectedDLQ))
 	}
-	return fmt.Sprintf("%s at %.1f ev/s mean (peak %.0f/s), %s events; peak RSS %.0f MiB (anon %.0f) after %s warm-up; "+
+	return fmt.Sprintf("%s at %.1f ev/s mean (peak %.0f/s), %s events; peak RSS %.0f MiB (anon %.0f) after %s warm-up, %.0f MiB over the whole run (VmHWM); "+
 		"second half: RSS %+.0f MiB/h, anon %+.0f MiB/h, heap in use %+.0f MiB/h, live heap %+.0f MiB/h; CPU %.0f %% of a core; "+
 		"freshness p50 %.2f s, p95 %.2f s, p99 %.2f s (%s rows); max snapshots: %s; missed snapshots %d; largest metadata.json %s (%s); "+
 		"written %s per event, %.1f GB/day; data dir %s, %+.1f GB/day; every event in silver: %s",
 		time.Duration(s.DurationSeconds*float64(time.Second)).Round(time.Second), s.MeanRate, s.PeakRate, humanize.Count(s.Events),
-		s.PeakRSSMiB, s.PeakAnonMiB, time.Duration(s.WarmupSeconds*float64(time.Second)),
+		s.PeakRSSMiB, s.PeakAnonMiB, time.Duration(s.WarmupSeconds*float64(time.Second)), s.PeakHWMMiB,
 		s.RSSSlopeMiBPerHour, s.AnonSlopeMiBPerHour, s.HeapSlopeMiBPerHour, s.LiveSlopeMiBPerHour, s.MeanCPUPercent,
 		s.FreshP50, s.FreshP95, s.FreshP99, humanize.Count(s.FreshRows), strings.Join(snaps, ", "), s.MissedSnapshots,
 		bytesText(s.LargestMetadataBytes), s.LargestMetadataTable,
@@ -321,18 +323,22 @@ func soakMarkdown(name string, rep SoakReport) string {
 	if res.Err != "" {
 		fmt.Fprintf(&b, "**The soak did not complete: %s**\n\n", res.Err)
 	}
+	padded := ""
+	if cfg.EventBytes > 0 {
+		padded = fmt.Sprintf(", each padded (in its comment) to %s bytes", humanize.Count(int64(cfg.EventBytes)))
+	}
 	args := ""
 	if len(cfg.ExtraArgs) > 0 {
 		args = " " + strings.Join(cfg.ExtraArgs, " ")
 	}
 	fmt.Fprintf(&b, "The appliance ran as a child process exactly as `run` does (`run --data <fresh dir> --source <replay> --http 127.0.0.1:0%s`, every other setting its default: "+
 		"all queries, marts refresh, maintenance, retention). A replay server in the parent fed it a live-like stream: the type mix of %s generated events looped with fresh `meta.id`s on every pass, "+
-		"`meta.dt` stamped when sent, %g ev/s with bursts to %g ev/s for %s at the end of every %s, a canary every %s and a contract violation every %s. "+
+		"`meta.dt` stamped when sent%s, %g ev/s with bursts to %g ev/s for %s at the end of every %s, a canary every %s and a contract violation every %s. "+
 		"Every %s the parent sampled the child from outside: `/proc/<pid>/status` (VmRSS, RssAnon), `/proc/<pid>/stat` (utime + stime: CPU %% of one core), `/proc/<pid>/io` (write_bytes - cancelled_write_bytes), "+
 		"its `/status` (Go heap, goroutines, broker counts), and the warehouse's metadata files (the newest metadata.json that parses; catalog.db and broker.db stay closed while the child runs). "+
 		"Freshness is, for each silver.edits row of an append snapshot seen for the first time, the snapshot's timestamp minus the row's `intake_time`. "+
 		"After the last event the parent waited for the broker and every query to hold everything, stopped the child with SIGTERM and ran the verifier.\n\n",
-		args, humanize.Count(int64(cfg.Recording)), cfg.Rate, cfg.Burst, cfg.BurstLength, cfg.BurstEvery, cfg.CanaryEvery, cfg.ViolationEvery, cfg.Sample)
+		args, humanize.Count(int64(cfg.Recording)), padded, cfg.Rate, cfg.Burst, cfg.BurstLength, cfg.BurstEvery, cfg.CanaryEvery, cfg.ViolationEvery, cfg.Sample)
 
 	b.WriteString("## Summary\n\n| what | value |\n|---|---|\n")
 	row := func(k, format string, a ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, a...)) }
@@ -340,6 +346,9 @@ func soakMarkdown(name string, rep SoakReport) string {
 	row("events sent (stream / violations / canaries)", "%s (%s / %d / %d)", humanize.Count(s.Events), humanize.Count(s.StreamEvents), s.Violations, s.Canaries)
 	row("mean rate, peak rate (1 s)", "%.1f ev/s, %.0f ev/s", s.MeanRate, s.PeakRate)
 	row("peak RSS after warm-up ("+time.Duration(s.WarmupSeconds*float64(time.Second)).String()+")", "%.0f MiB (anon %.0f MiB)", s.PeakRSSMiB, s.PeakAnonMiB)
+	if s.PeakHWMMiB > 0 {
+		row("peak RSS of the whole run (VmHWM)", "%.0f MiB", s.PeakHWMMiB)
+	}
 	row("RSS slope, second half", "%+.1f MiB/h (anon %+.1f MiB/h)", s.RSSSlopeMiBPerHour, s.AnonSlopeMiBPerHour)
 	row("Go heap slope, second half", "in use %+.1f MiB/h, live after GC %+.1f MiB/h", s.HeapSlopeMiBPerHour, s.LiveSlopeMiBPerHour)
 	row("goroutines (end / max)", "%d / %d", s.EndGoroutines, s.MaxGoroutines)

@@ -151,7 +151,7 @@ func (s *sampler) take(ctx context.Context, feeding bool) {
 	if p, err := readProc(s.c.cmd.Process.Pid); err != nil {
 		errf("proc: %v", err)
 	} else {
-		smp.RSSBytes, smp.AnonBytes, smp.FileBytes = p.RSS, p.Anon, p.File
+		smp.RSSBytes, smp.AnonBytes, smp.FileBytes, smp.HWMBytes = p.RSS, p.Anon, p.File, p.HWM
 		smp.CPUSeconds = float64(p.CPUTicks) / clockTicks
 		if dt := now.Sub(s.prevAt).Seconds(); dt > 0 {
 			smp.CPUPercent = float64(p.CPUTicks-s.prev.CPUTicks) / clockTicks / dt * 100

@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 		{"Wait", testWait},
 		{"ConcurrentAppenders", testConcurrent},
 		{"Reopen", testReopen},
+		{"Sizes", testSizes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -394,5 +395,52 @@ func testReopen(t *testing.T, open Opener) {
 	}
 	if offs, _ := l.Offsets(ctx, "t"); offs[1].End != 2 {
 		t.Fatalf("end after reopen and append: got %d, want 2", offs[1].End)
+	}
+}
+
+// testSizes checks a Log that implements broker.Sizer: the sizes are
+// len(Key)+len(Value) of what Read returns, whatever the headers; it is
+// skipped for a Log without it.
+func testSizes(t *testing.T, open Opener) {
+	l := open(t, t.TempDir())
+	defer l.Close()
+	sz, ok := l.(broker.Sizer)
+	if !ok {
+		t.Skip("the Log does not implement broker.Sizer")
+	}
+	ctx := ctxT(t)
+	mustTopic(t, l, "t", 2)
+	in := []broker.Record{
+		{Topic: "t", Partition: 1, Key: []byte("key"), Value: bytes.Repeat([]byte("v"), 70_000),
+			Headers: []broker.Header{{Key: "h", Value: bytes.Repeat([]byte("h"), 300)}}},
+		{Topic: "t", Partition: 1, Value: []byte("x")},
+		{Topic: "t", Partition: 1},
+		{Topic: "t", Partition: 1, Key: []byte("k"), Value: []byte("12345"), Timestamp: time.Now()},
+	}
+	if _, err := l.Append(ctx, broker.Batch{Records: in}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sz.Sizes(ctx, "t", 1, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{70_003, 1, 0, 6}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Sizes(from 0, max 10): got %v, want %v", got, want)
+	}
+	if got, err := sz.Sizes(ctx, "t", 1, 1, 2); err != nil || fmt.Sprint(got) != "[1 0]" {
+		t.Fatalf("Sizes(from 1, max 2): got %v, %v; want [1 0]", got, err)
+	}
+	if got, err := sz.Sizes(ctx, "t", 1, 4, 10); err != nil || len(got) != 0 {
+		t.Fatalf("Sizes at end: got %v, %v; want none", got, err)
+	}
+	if _, err := sz.Sizes(ctx, "t", 1, 5, 10); !errors.Is(err, broker.ErrOffsetOutOfRange) {
+		t.Fatalf("Sizes beyond end: got %v, want ErrOffsetOutOfRange", err)
+	}
+	if _, err := sz.Sizes(ctx, "t", 2, 0, 10); !errors.Is(err, broker.ErrBadPartition) {
+		t.Fatalf("Sizes of a bad partition: got %v, want ErrBadPartition", err)
+	}
+	if _, err := sz.Sizes(ctx, "nope", 0, 0, 10); !errors.Is(err, broker.ErrUnknownTopic) {
+		t.Fatalf("Sizes of an unknown topic: got %v, want ErrUnknownTopic", err)
 	}
 }

@@ -3,6 +3,9 @@ package lakeio
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -88,7 +91,7 @@ func TestSourceReadsSnapshotsInOrder(t *testing.T) {
 	}
 	var next int64
 	for i, tc := range tests {
-		end, n, err := src.Plan(ctx, start, tc.max)
+		end, n, err := src.Plan(ctx, start, stream.Limit{Units: tc.max})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,12 +114,80 @@ func TestSourceReadsSnapshotsInOrder(t *testing.T) {
 		}
 		start = end
 	}
-	if _, n, err := src.Plan(ctx, start, 10); err != nil || n != 0 {
+	if _, n, err := src.Plan(ctx, start, stream.Limit{Units: 10}); err != nil || n != 0 {
 		t.Errorf("plan at the end: got %d units (%v), want 0", n, err)
 	}
-	if _, _, err := src.Plan(ctx, SnapshotOffset{Snapshot: 12345}.Offset(), 10); !errors.Is(err, stream.ErrSourceBehind) {
+	if _, _, err := src.Plan(ctx, SnapshotOffset{Snapshot: 12345}.Offset(), stream.Limit{Units: 10}); !errors.Is(err, stream.ErrSourceBehind) {
 		t.Errorf("unknown snapshot: got %v, want ErrSourceBehind", err)
 	}
+}
+
+// TestSourcePlanBytes: a table source takes whole snapshots while their
+// rows' in-memory size (not their compressed files: these compress to
+// almost nothing) fits the byte cap, and at least one.
+func TestSourcePlanBytes(t *testing.T) {
+	ctx := context.Background()
+	lake := openLake(t)
+	var off int64
+	var sizes []int64
+	for i, n := range []int{100, 100, 100, 300} {
+		rec := paddedBronzeRows(off, n, 10_000)
+		off += int64(n)
+		if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: "bronze", ID: int64(i), Offsets: "x",
+			Records: []arrow.RecordBatch{rec}}); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	snaps, err := lake.AppendsAfter(ctx, table.Bronze, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range snaps {
+		sizes = append(sizes, sn.AddedBytes())
+		if files, _ := strconv.ParseInt(sn.Summary["added-files-size"], 10, 64); files*10 > sn.AddedBytes() {
+			t.Fatalf("snapshot %d: files of %d bytes for %d bytes of rows: the test needs rows that compress well", sn.ID, files, sn.AddedBytes())
+		}
+	}
+	if sizes[0] < 100*10_000 || sizes[3] < 3*sizes[0] {
+		t.Fatalf("added bytes %v: want at least 1,000,000 for 100 rows of 10 KB", sizes)
+	}
+	src := NewSource(lake, table.Bronze)
+	start, _ := src.Earliest(ctx)
+	// Two snapshots fit, the third would pass the cap; the fourth alone is
+	// over it and still makes a batch.
+	limit := stream.Limit{Units: 1_000_000, Bytes: sizes[0] + sizes[1] + sizes[2]/2}
+	var got []int64
+	for {
+		end, n, err := src.Plan(ctx, start, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		got = append(got, n)
+		start = end
+	}
+	if want := []int64{200, 100, 300}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("rows per batch: got %v, want %v", got, want)
+	}
+}
+
+// paddedBronzeRows builds n bronze rows whose values are size bytes.
+func paddedBronzeRows(from int64, n, size int) arrow.RecordBatch {
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, table.BronzeSchema)
+	defer rb.Release()
+	pad := strings.Repeat("x", size)
+	for i := 0; i < n; i++ {
+		rb.Field(0).(*array.Int32Builder).Append(0)
+		rb.Field(1).(*array.Int64Builder).Append(from + int64(i))
+		rb.Field(2).(*array.TimestampBuilder).Append(1)
+		rb.Field(3).(*array.StringBuilder).AppendNull()
+		rb.Field(4).(*array.StringBuilder).Append(pad)
+		rb.Field(5).(*array.TimestampBuilder).Append(1)
+	}
+	return rb.NewRecordBatch()
 }
 
 func TestSinkCommitsOnceWithProps(t *testing.T) {

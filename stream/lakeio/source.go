@@ -42,7 +42,8 @@ func ParseSnapshotOffset(o stream.Offset) (SnapshotOffset, error) {
 
 // Source reads the rows appended to one table, snapshot by snapshot, in
 // commit order. Units (for MaxOffsetsPerTrigger and Lag) are rows; an empty
-// snapshot counts as one unit so that it is consumed. Compaction and other
+// snapshot counts as one unit so that it is consumed. Bytes (for
+// MaxBytesPerTrigger) are the rows' in-memory size the snapshot records. Compaction and other
 // non-append snapshots are skipped (they add no new rows).
 type Source struct {
 	Lake  *table.Lake
@@ -87,21 +88,23 @@ func units(s table.Snapshot) int64 {
 	return n
 }
 
-// Plan takes whole snapshots after start while their rows fit in max, and
-// always at least one.
-func (s *Source) Plan(ctx context.Context, start stream.Offset, max int64) (stream.Offset, int64, error) {
+// Plan takes whole snapshots after start while their rows fit in
+// limit.Units and their bytes (table.Snapshot.AddedBytes: the rows'
+// in-memory size) in limit.Bytes, and always at least one.
+func (s *Source) Plan(ctx context.Context, start stream.Offset, limit stream.Limit) (stream.Offset, int64, error) {
 	snaps, err := s.after(ctx, start)
 	if err != nil {
 		return "", 0, err
 	}
-	var n int64
+	var n, bytes int64
 	end := start
 	for i, sn := range snaps {
-		u := units(sn)
-		if i > 0 && n+u > max {
+		u, b := units(sn), sn.AddedBytes()
+		if i > 0 && (n+u > limit.Units || (limit.Bytes > 0 && bytes+b > limit.Bytes)) {
 			break
 		}
 		n += u
+		bytes += b
 		end = SnapshotOffset{Snapshot: sn.ID}.Offset()
 	}
 	return end, n, nil
