@@ -43,15 +43,15 @@ func (c Check) String() string {
 	return fmt.Sprintf("%s %s (%s): observed %d, expected %d: %s", status, c.Name, c.Asset, c.Observed, c.Expected, c.Message)
 }
 
-// runChecks runs the four checks on a session where bronze, silver and gold
-// are attached. A check that cannot run is reported as failed with the
+// runChecks runs the five checks on a session where bronze, silver, gold
+// and ops.stream_progress are attached. A check that cannot run is reported as failed with the
 // reason; only a canceled context stops the others.
 func (m *Marts) runChecks(ctx context.Context, d *duck) ([]Check, error) {
 	fns := []func(context.Context, *duck) (Check, error){
-		m.checkSilverUnique, m.checkBronzeOffsets, m.checkGoldReconciles, m.checkSilverFresh,
+		m.checkSilverUnique, m.checkBronzeOffsets, m.checkGoldReconciles, m.checkSilverFresh, m.checkStreamsProgress,
 	}
-	names := []string{CheckSilverUnique, CheckBronzeOffsets, CheckGoldReconciles, CheckSilverFresh}
-	assets := []string{table.SilverEdits, table.Bronze, "gold.*", table.SilverEdits}
+	names := []string{CheckSilverUnique, CheckBronzeOffsets, CheckGoldReconciles, CheckSilverFresh, CheckStreamsProgress}
+	assets := []string{table.SilverEdits, table.Bronze, "gold.*", table.SilverEdits, table.StreamProgress}
 	out := make([]Check, 0, len(fns))
 	for i, fn := range fns {
 		c, err := fn(ctx, d)

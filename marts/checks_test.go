@@ -62,6 +62,20 @@ func TestChecksFailWhenBroken(t *testing.T) {
 			commit(t, lake, table.Bronze, "bronze", 1, table.BronzeSchema, []row{bronzeRow(0, 20, "edit", late)})
 			log.offsets = []broker.PartitionOffsets{{Partition: 0, Start: 0, End: 21}}
 		}, false, "lag_s", 3600},
+		{"silver drops everything as late", CheckStreamsProgress, func(t *testing.T, lake *table.Lake, m *Marts, log *fakeLog) {
+			// A watermark moved far ahead by one bad event: every later
+			// edit is late; bronze goes on as normal.
+			commit(t, lake, table.StreamProgress, "progress", 0, table.StreamProgressSchema, []row{
+				progressRow("bronze", 7, t0, 150, 150, 0, 0), progressRow("silver", 7, t0, 150, 0, 120, 0),
+				progressRow("bronze", 8, t0.Add(time.Second), 150, 150, 0, 0), progressRow("silver", 8, t0.Add(time.Second), 150, 2, 118, 0),
+			})
+		}, false, "silver_dropped", 238},
+		{"sessions stopped with input waiting", CheckStreamsProgress, func(t *testing.T, lake *table.Lake, m *Marts, log *fakeLog) {
+			commit(t, lake, table.StreamProgress, "progress", 0, table.StreamProgressSchema, []row{
+				progressRow("sessions", 3, t0, 40, 1, 0, 25),
+				progressRow("bronze", 90, t0.Add(20*time.Minute), 10, 10, 0, 0), progressRow("silver", 90, t0.Add(20*time.Minute), 10, 10, 0, 0),
+			})
+		}, false, "sessions_behind_newest_s", 1200},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,4 +174,12 @@ func TestCheckWithoutBroker(t *testing.T) {
 			t.Errorf("offsets check without a broker: got %v, want a failure naming the broker", c)
 		}
 	}
+}
+
+// progressRow is one ops.stream_progress row of query's batch: rows in and
+// out, rows dropped as late, and the lag the batch left.
+func progressRow(query string, batch int64, started time.Time, in, out, late, lag int64) row {
+	return row{"query": query, "query_id": query + "-id", "batch_id": batch, "started": started, "duration_ms": int64(5),
+		"commit_ms": int64(2), "rows_in": in, "rows_out": out, "rows_dropped_by_watermark": late, "duplicates_dropped": int64(0),
+		"unparseable": int64(0), "end_offsets": "{}", "lag": lag, "query_id_changes": int64(0)}
 }

@@ -1,6 +1,7 @@
 // Package marts owns the gold layer of the lakehouse and its upkeep: four gold
-// marts built by DuckDB from SQL files embedded in the binary, four asset
-// checks that reconcile the layers, the in-process scheduler that refreshes
+// marts built by DuckDB from SQL files embedded in the binary, five asset
+// checks that reconcile the layers (and see a stream that has stopped), the
+// in-process scheduler that refreshes
 // them and runs table maintenance (compaction, snapshot expiry), and the
 // ad-hoc Query entry point behind `lakehouse query`.
 //

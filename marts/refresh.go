@@ -66,7 +66,7 @@ func (r Report) String() string {
 }
 
 // Refresh rebuilds the four gold marts from the committed silver snapshots,
-// writes each back with a full overwrite, runs the four asset checks on what
+// writes each back with a full overwrite, runs the five asset checks on what
 // was written, and records the checks in ops.asset_checks and the run in
 // ops.runs. It returns an error wrapping ErrChecksFailed (with the full
 // Report) when a check fails, and other errors when a step could not run.
@@ -115,6 +115,9 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 		if *in.snap, err = d.attachFromLake(ctx, m.lake, in.ident); err != nil {
 			return rep, err
 		}
+	}
+	if _, err := d.attachFromLake(ctx, m.lake, table.StreamProgress); err != nil {
+		return rep, err
 	}
 	for i, mt := range marts {
 		n, err := m.buildMart(ctx, d, i, mt)
@@ -187,7 +190,7 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart) (int64, 
 	return n, nil
 }
 
-// Check runs the four asset checks against the lake as it is now (gold as
+// Check runs the five asset checks against the lake as it is now (gold as
 // last written, silver and bronze as committed), records them in
 // ops.asset_checks and returns them. Unlike Refresh it does not rebuild gold.
 func (m *Marts) Check(ctx context.Context) ([]Check, error) {
@@ -198,7 +201,7 @@ func (m *Marts) Check(ctx context.Context) ([]Check, error) {
 			return "", err
 		}
 		defer d.Close()
-		for _, id := range []string{table.SilverEdits, table.EditorSessions, table.Bronze} {
+		for _, id := range []string{table.SilverEdits, table.EditorSessions, table.Bronze, table.StreamProgress} {
 			if _, err := d.attachFromLake(ctx, m.lake, id); err != nil {
 				return "", err
 			}
