@@ -58,7 +58,7 @@ func (m *Marts) checkStreamsProgress(ctx context.Context, d *duck) (Check, error
 	}
 	if !newest.Valid {
 		c.Passed = true
-		c.Message = "no stream batch has been recorded yet"
+		c.Message = "no batch in ops.stream_progress yet (each query flushes its rows every 10 batches or 10 s, and when it stops)"
 		return c, nil
 	}
 	from := newest.Time.Add(-progressWindow)
