@@ -60,6 +60,13 @@ type pipelineFlags struct {
 	holdHistory []string
 }
 
+// registerEventTime registers the two settings that decide which events
+// silver keeps, for run and for verify (which must be told the same).
+func registerEventTime(fs *flag.FlagSet, watermark, maxEventAhead *time.Duration) {
+	fs.DurationVar(watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
+	fs.DurationVar(maxEventAhead, "max-event-ahead", ingest.DefaultMaxEventAhead, "event time is bounded by intake time: an event whose timestamp is more than this ahead of its meta.dt, or whose meta.dt is more than this ahead of the broker's clock, goes to the DLQ (silver applies the same rule), so a bad clock never moves the watermark")
+}
+
 func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	f.common.register(fs)
 	fs.StringVar(&f.warehouse, "warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage: file:///path or s3://bucket/prefix (default <data>/warehouse; env LAKEHOUSE_WAREHOUSE; S3 settings from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
@@ -73,8 +80,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "cap on broker offsets one bronze batch covers (rows, for silver and sessions)")
 	fs.Int64Var(&f.maxBytes, "max-bytes-per-trigger", stream.DefaultMaxBytesPerTrigger, "cap on the input bytes one batch of each query covers (record keys and values for bronze, rows in memory for silver and sessions); whole records, at least one; negative: no byte cap")
 	fs.StringVar(&f.checkpointLoss, "checkpoint-loss", "rebuild", "when a query's checkpoint is lost: rebuild (position from the table's marker, no duplicates) or fresh (Spark's behaviour: new query id, re-read everything, DUPLICATES)")
-	fs.DurationVar(&f.watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
-	fs.DurationVar(&f.maxEventAhead, "max-event-ahead", ingest.DefaultMaxEventAhead, "event time is bounded by intake time: an event whose timestamp is more than this ahead of its meta.dt, or whose meta.dt is more than this ahead of the broker's clock, goes to the DLQ (silver applies the same rule), so a bad clock never moves the watermark")
+	registerEventTime(fs, &f.watermark, &f.maxEventAhead)
 	fs.DurationVar(&f.sessionGap, "session-gap", 30*time.Minute, "inactivity gap that ends an editor session")
 	fs.Func("session-max", "longest an editor session may last, from its first edit to its last: an editor active for longer gets consecutive sessions; it must exceed --watermark; 0 or off: no maximum (default "+sessions.DefaultMaxSessionLength.String()+")", func(v string) error {
 		if v == "off" || v == "0" {

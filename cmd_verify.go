@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "verify", summary: "check every layer against the broker (exit 1 on any failed check)", run: runVerify})
+	register(&command{name: "verify", summary: "check every layer against the broker and silver against bronze (exit 1 on any failed check; what the pipeline has not read yet is pending, not failed)", run: runVerify})
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -27,10 +27,13 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Int64Var(&exp.Messages, "expect-messages", -1, "messages the recentchange topic must hold (-1: unchecked)")
 	fs.Int64Var(&exp.Silver, "expect-silver", -1, "rows silver.edits must hold, all distinct (-1: unchecked)")
 	fs.Int64Var(&exp.DLQ, "expect-dlq", -1, "messages the dead-letter topic must hold (-1: unchecked)")
+	registerEventTime(fs, &exp.WatermarkDelay, &exp.MaxEventAhead)
+	drained := fs.Bool("expect-drained", false, "fail on anything pending (broker messages bronze has not read, bronze rows silver has not read): for a pipeline stopped after draining")
 	lateFile := fs.String("late-ids", "", "file of event ids (one per line) that were published late and must not be in silver")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	exp.AllowPending = !*drained
 	if *lateFile != "" {
 		ids, err := readLines(*lateFile)
 		if err != nil {

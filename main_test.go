@@ -73,6 +73,11 @@ func TestProve(t *testing.T) {
 		t.Fatalf("prove (seed %d): %v", res.Seed, err)
 	}
 	t.Log(res.Summary())
+	// silver-complete passed; it is only worth something if it expected
+	// every on-time edit/new event of the scenario.
+	if c := res.Report.Counts; c.SilverExpected != res.Expect.Silver || c.SilverMissing != 0 {
+		t.Fatalf("verify expected %d ids in silver (%d missing), the scenario %d", c.SilverExpected, c.SilverMissing, res.Expect.Silver)
+	}
 }
 
 // TestProveInconclusive: a kill before any bronze commit, or after the whole

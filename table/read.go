@@ -156,6 +156,26 @@ func (l *Lake) Scan(ctx context.Context, ident string) ([]arrow.RecordBatch, err
 // fn's first error and returns it as is; a table with no snapshot calls fn
 // never.
 func (l *Lake) ScanEach(ctx context.Context, ident string, fn func(arrow.RecordBatch) error) error {
+	return l.scanEach(ctx, ident, fn)
+}
+
+// scanColumnsBatch is the most rows a ScanColumns batch holds.
+const scanColumnsBatch = 4096
+
+// ScanColumns is ScanEach reading only the named columns, one data file at
+// a time, in batches of at most 4,096 rows: the batches fn sees hold those
+// columns alone, and the scan holds one such batch (and the file's page
+// buffers) whatever the size of the table or its files. ScanEach decodes
+// files in parallel and holds the decoded batches of a file while an
+// earlier one is returned: hundreds of MiB for large bronze files. A
+// reader of a whole table that keeps little of each row (verify) wants
+// this one.
+func (l *Lake) ScanColumns(ctx context.Context, ident string, cols []string, fn func(arrow.RecordBatch) error) error {
+	return l.scanEach(ctx, ident, fn, icetable.WithSelectedFields(cols...),
+		icetable.WithMaxConcurrency(1), icetable.WithArrowBatchSize(scanColumnsBatch))
+}
+
+func (l *Lake) scanEach(ctx context.Context, ident string, fn func(arrow.RecordBatch) error, opts ...icetable.ScanOption) error {
 	tbl, err := l.load(ctx, ident)
 	if err != nil {
 		return err
@@ -163,7 +183,7 @@ func (l *Lake) ScanEach(ctx context.Context, ident string, fn func(arrow.RecordB
 	if tbl.CurrentSnapshot() == nil {
 		return nil
 	}
-	_, it, err := tbl.Scan().ToArrowRecords(ctx)
+	_, it, err := tbl.Scan(opts...).ToArrowRecords(ctx)
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", ident, err)
 	}

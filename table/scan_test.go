@@ -53,3 +53,29 @@ func TestScanEach(t *testing.T) {
 		t.Fatalf("fn error: %d calls, err %v; want 1, the error as is", calls, err)
 	}
 }
+
+// TestScanColumns: ScanColumns hands fn batches of the named columns only,
+// of at most scanColumnsBatch rows, with every row.
+func TestScanColumns(t *testing.T) {
+	l := openLake(t, table.Config{Dir: t.TempDir()})
+	ctx := context.Background()
+	rec := bronzeRecord(0, 0, 10_000)
+	mustCommit(t, l, table.Bronze, batchOf("bronze", 1, rec))
+	rec.Release()
+	var rows, most int64
+	err := l.ScanColumns(ctx, table.Bronze, []string{"broker_offset", "ingest_ts"}, func(rec arrow.RecordBatch) error {
+		rows += rec.NumRows()
+		most = max(most, rec.NumRows())
+		var names []string
+		for _, f := range rec.Schema().Fields() {
+			names = append(names, f.Name)
+		}
+		if len(names) != 2 || names[0] != "broker_offset" || names[1] != "ingest_ts" {
+			t.Fatalf("columns: got %v, want [broker_offset ingest_ts]", names)
+		}
+		return nil
+	})
+	if err != nil || rows != 10_000 || most > 4096 {
+		t.Fatalf("ScanColumns: %d rows, batches up to %d, err %v; want 10000, at most 4096, nil", rows, most, err)
+	}
+}

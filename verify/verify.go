@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"lakehouse/broker"
 	"lakehouse/internal/progress"
+	"lakehouse/internal/recentchange"
 	"lakehouse/table"
 )
 
@@ -29,6 +29,15 @@ const maxListed = 20
 // progressDelay: a verify that reads the tables in less shows no progress.
 const progressDelay = 2 * time.Second
 
+// Defaults of Expect's zero fields: run's defaults.
+const (
+	// DefaultWatermarkDelay is silver's (stream/silver DefaultWatermarkDelay).
+	DefaultWatermarkDelay = 10 * time.Minute
+	// DefaultMaxEventAhead is the event-time margin of the contract and
+	// silver (recentchange.DefaultMaxAhead).
+	DefaultMaxEventAhead = recentchange.DefaultMaxAhead
+)
+
 // Expect holds the expectations; a negative count is not checked.
 type Expect struct {
 	Topic    string // default DefaultTopic
@@ -39,11 +48,26 @@ type Expect struct {
 	// LateIDs are event ids published too late for the watermark: none of
 	// them may be in silver.
 	LateIDs []string
+	// AllowPending accepts what the pipeline has not read yet: broker
+	// offsets above bronze's last batch, bronze rows after silver's last
+	// batch. They are counted and shown either way; false (a scenario that
+	// drained the pipeline before verifying) fails bronze-offsets and
+	// silver-complete when anything is pending.
+	AllowPending bool
+	// WatermarkDelay is silver's watermark delay, which decides which
+	// bronze events silver must hold (DefaultWatermarkDelay). Give it run's
+	// --watermark.
+	WatermarkDelay time.Duration
+	// MaxEventAhead is the event-time margin silver parses bronze with
+	// (DefaultMaxEventAhead). Give it run's --max-event-ahead.
+	MaxEventAhead time.Duration
 }
 
 // NoExpectations checks only the invariants that need no scenario: bronze
-// against the broker, unique event ids in silver.
-func NoExpectations() Expect { return Expect{Messages: -1, Silver: -1, DLQ: -1} }
+// against the broker, silver against bronze (unique ids, none missing,
+// none extra), with whatever the pipeline has not read yet pending rather
+// than failed.
+func NoExpectations() Expect { return Expect{Messages: -1, Silver: -1, DLQ: -1, AllowPending: true} }
 
 // PartitionCounts is one partition seen from the broker and from bronze.
 type PartitionCounts struct {
@@ -57,6 +81,10 @@ type PartitionCounts struct {
 	Foreign        []int64 `json:"foreign,omitempty"`    // offsets in bronze beyond the broker's end (first maxListed)
 	MissingCount   int64   `json:"missing"`
 	DuplicateCount int64   `json:"duplicated"`
+	ForeignCount   int64   `json:"foreign_count,omitempty"` // distinct offsets beyond the broker's end
+	// Pending is the broker's offsets above what bronze holds (its highest
+	// offset, or its marker's end if higher): not read yet, not missing.
+	Pending int64 `json:"pending"`
 }
 
 // Counts is what the verifier observed: the `--counts-only` line.
@@ -70,6 +98,18 @@ type Counts struct {
 	LateInSilver   int64             `json:"late_in_silver"`
 	BronzeCommits  int64             `json:"bronze_commits"`
 	Partitions     []PartitionCounts `json:"partitions"`
+	// Pending is the broker messages bronze has not read yet (the sum of
+	// the partitions' Pending).
+	Pending int64 `json:"pending"`
+	// SilverExpected is the distinct edit/new ids of bronze that silver
+	// must hold: on time and in a bronze batch silver has read.
+	SilverExpected int64 `json:"silver_expected"`
+	// SilverMissing is the expected ids not in silver; SilverExtra the
+	// silver ids that are no edit/new event of bronze.
+	SilverMissing int64 `json:"silver_missing"`
+	SilverExtra   int64 `json:"silver_extra"`
+	// SilverPending is the bronze rows of batches silver has not read yet.
+	SilverPending int64 `json:"silver_pending"`
 }
 
 // Check is one named verdict.
@@ -86,6 +126,12 @@ type Report struct {
 	// DuplicateIDs and LateIDs list offending silver event ids (first maxListed).
 	DuplicateIDs []string `json:"duplicate_ids,omitempty"`
 	LateIDs      []string `json:"late_ids,omitempty"`
+	// MissingIDs are expected ids silver lacks, ExtraIDs silver ids bronze
+	// lacks (up to maxListed each).
+	MissingIDs []string `json:"missing_ids,omitempty"`
+	ExtraIDs   []string `json:"extra_ids,omitempty"`
+
+	silverUnknown string // why silver could not be checked against bronze
 }
 
 // OK reports whether every check passed.
@@ -151,12 +197,26 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show
 	} else if !errors.Is(err, broker.ErrUnknownTopic) {
 		return r, fmt.Errorf("read dead-letter offsets: %w", err)
 	}
+	if exp.WatermarkDelay <= 0 {
+		exp.WatermarkDelay = DefaultWatermarkDelay
+	}
+	if exp.MaxEventAhead <= 0 {
+		exp.MaxEventAhead = DefaultMaxEventAhead
+	}
 	bar := show.Start(progress.Task{Label: "verify: read", Total: rowsToRead(ctx, lake), Unit: "rows", Delay: progressDelay})
 	defer bar.Finish()
-	if err := r.bronze(ctx, lake, offs, bar); err != nil {
+	h := newIDHasher()
+	bz, err := scanBronze(ctx, lake, offs, exp, h, bar)
+	if err != nil {
 		return r, err
 	}
-	if err := r.silver(ctx, lake, exp.LateIDs, bar); err != nil {
+	bz.counts(&r)
+	silverIDs, err := r.scanSilver(ctx, lake, exp, h, bz, bar)
+	if err != nil {
+		return r, err
+	}
+	bz.edits = nil // no longer needed: free it before the second pass
+	if err := r.complete(ctx, lake, exp, h, bz, silverIDs, bar); err != nil {
 		return r, err
 	}
 	bar.SetNote("bronze and silver")
@@ -171,11 +231,12 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show
 	return r, nil
 }
 
-// rowsToRead is the live rows of bronze and silver as their metadata
-// counts them (progress.Unknown when it does not say).
+// rowsToRead is the rows Run reads, from the live rows of bronze (read
+// twice) and silver as their metadata counts them (progress.Unknown when
+// it does not say).
 func rowsToRead(ctx context.Context, lake *table.Lake) int64 {
 	var n int64
-	for _, ident := range []string{table.Bronze, table.SilverEdits} {
+	for _, ident := range []string{table.Bronze, table.Bronze, table.SilverEdits} {
 		st, err := lake.Stats(ctx, ident)
 		if err != nil {
 			return progress.Unknown
@@ -186,122 +247,6 @@ func rowsToRead(ctx context.Context, lake *table.Lake) int64 {
 		return progress.Unknown
 	}
 	return n
-}
-
-func (r *Report) bronze(ctx context.Context, lake *table.Lake, offs []broker.PartitionOffsets, bar *progress.Reporter) error {
-	bar.SetNote("bronze")
-	seen := make([]map[int64]int, len(offs))
-	for i := range seen {
-		seen[i] = map[int64]int{}
-	}
-	var other map[int32]int64
-	err := lake.ScanEach(ctx, table.Bronze, func(rec arrow.RecordBatch) error {
-		pc, err := column[*array.Int32](rec, "broker_partition")
-		if err != nil {
-			return err
-		}
-		oc, err := column[*array.Int64](rec, "broker_offset")
-		if err != nil {
-			return err
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			p := pc.Value(i)
-			r.Counts.Bronze++
-			if int(p) >= len(seen) || p < 0 {
-				if other == nil {
-					other = map[int32]int64{}
-				}
-				other[p]++
-				continue
-			}
-			seen[p][oc.Value(i)]++
-		}
-		bar.Add(rec.NumRows())
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("scan bronze: %w", err)
-	}
-	for p, o := range offs {
-		pcnt := PartitionCounts{Partition: p, BrokerStart: o.Start, BrokerEnd: o.End}
-		r.Counts.Broker += o.End - o.Start
-		for off, n := range seen[p] {
-			pcnt.BronzeRows += int64(n)
-			pcnt.BronzeDistinct++
-			if n > 1 {
-				pcnt.DuplicateCount += int64(n - 1)
-				pcnt.Duplicates = append(pcnt.Duplicates, off)
-			}
-			if off >= o.End || off < 0 {
-				pcnt.Foreign = append(pcnt.Foreign, off)
-			}
-		}
-		// Offsets trimmed by broker retention before the verifier ran are
-		// not expected to be missing: bronze may hold them, the broker no
-		// longer does. Every offset in [Start, End) must be in bronze.
-		for off := o.Start; off < o.End; off++ {
-			if seen[p][off] == 0 {
-				pcnt.MissingCount++
-				if len(pcnt.Gaps) < maxListed {
-					pcnt.Gaps = append(pcnt.Gaps, off)
-				}
-			}
-		}
-		sortCap(&pcnt.Duplicates)
-		sortCap(&pcnt.Foreign)
-		r.Counts.BronzeDistinct += pcnt.BronzeDistinct
-		r.Counts.Partitions = append(r.Counts.Partitions, pcnt)
-	}
-	for p, n := range other {
-		r.Counts.Partitions = append(r.Counts.Partitions, PartitionCounts{Partition: int(p), BronzeRows: n, BronzeDistinct: -1})
-	}
-	return nil
-}
-
-func (r *Report) silver(ctx context.Context, lake *table.Lake, lateIDs []string, bar *progress.Reporter) error {
-	bar.SetNote("silver")
-	late := make(map[string]bool, len(lateIDs))
-	for _, id := range lateIDs {
-		late[id] = true
-	}
-	ids := map[string]int{}
-	err := lake.ScanEach(ctx, table.SilverEdits, func(rec arrow.RecordBatch) error {
-		ic, err := column[*array.String](rec, "event_id")
-		if err != nil {
-			return err
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			id := ic.Value(i) // points into rec, released after this call
-			r.Counts.Silver++
-			if n, ok := ids[id]; ok {
-				ids[id] = n + 1
-			} else {
-				ids[strings.Clone(id)] = 1
-			}
-			if late[id] {
-				r.Counts.LateInSilver++
-				if len(r.LateIDs) < maxListed {
-					r.LateIDs = append(r.LateIDs, strings.Clone(id))
-				}
-			}
-		}
-		bar.Add(rec.NumRows())
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("scan silver: %w", err)
-	}
-	r.Counts.SilverDistinct = int64(len(ids))
-	for id, n := range ids {
-		if n > 1 {
-			r.DuplicateIDs = append(r.DuplicateIDs, id)
-		}
-	}
-	sort.Strings(r.DuplicateIDs)
-	if len(r.DuplicateIDs) > maxListed {
-		r.DuplicateIDs = r.DuplicateIDs[:maxListed]
-	}
-	return nil
 }
 
 func bronzeCommits(ctx context.Context, lake *table.Lake) (int64, error) {
@@ -325,14 +270,18 @@ func (r *Report) judge(exp Expect, offs []broker.PartitionOffsets) {
 	for _, p := range c.Partitions {
 		missing += p.MissingCount
 		dups += p.DuplicateCount
-		foreign += int64(len(p.Foreign))
-		if p.MissingCount > 0 || p.DuplicateCount > 0 || len(p.Foreign) > 0 || p.BronzeDistinct < 0 {
+		foreign += p.ForeignCount
+		if p.MissingCount > 0 || p.DuplicateCount > 0 || p.ForeignCount > 0 || p.BronzeDistinct < 0 {
 			detail = append(detail, fmt.Sprintf("partition %d: %d missing %v, %d duplicated %v, beyond end %v",
 				p.Partition, p.MissingCount, p.Gaps, p.DuplicateCount, p.Duplicates, p.Foreign))
 		}
 	}
 	okBronze := missing == 0 && dups == 0 && foreign == 0 && c.Bronze == c.BronzeDistinct
-	// With no broker retention, bronze rows equal the broker's messages.
+	if !exp.AllowPending {
+		okBronze = okBronze && c.Pending == 0
+	}
+	// With no broker retention, bronze rows and pending offsets are the
+	// broker's messages.
 	retained := true
 	for _, o := range offs {
 		if o.Start != 0 {
@@ -340,10 +289,10 @@ func (r *Report) judge(exp Expect, offs []broker.PartitionOffsets) {
 		}
 	}
 	if retained {
-		okBronze = okBronze && c.Bronze == c.Broker
+		okBronze = okBronze && c.Bronze+c.Pending == c.Broker
 	}
-	add("bronze-offsets", okBronze, "bronze %d rows, %d distinct offsets, broker %d; %s",
-		c.Bronze, c.BronzeDistinct, c.Broker, orNone(detail))
+	add("bronze-offsets", okBronze, "bronze %d rows, %d distinct offsets, broker %d, %s; %s",
+		c.Bronze, c.BronzeDistinct, c.Broker, pendingText(c.Pending, "offsets bronze has not read yet", exp.AllowPending), orNone(detail))
 	okSilver := c.Silver == c.SilverDistinct
 	if exp.Silver >= 0 {
 		okSilver = okSilver && c.Silver == exp.Silver
@@ -352,12 +301,33 @@ func (r *Report) judge(exp Expect, offs []broker.PartitionOffsets) {
 	} else {
 		add("silver-unique", okSilver, "silver %d rows, %d distinct ids; duplicated ids %v", c.Silver, c.SilverDistinct, r.DuplicateIDs)
 	}
+	okComplete := r.silverUnknown == "" && c.SilverMissing == 0 && c.SilverExtra == 0 &&
+		(exp.AllowPending || c.SilverPending == 0)
+	if r.silverUnknown != "" {
+		add("silver-complete", false, "%s", r.silverUnknown)
+	} else {
+		add("silver-complete", okComplete, "silver holds %d of %d expected ids (on time, watermark delay %s); %d missing %v; %d extra (no edit/new event of bronze) %v; %s",
+			c.SilverExpected-c.SilverMissing, c.SilverExpected, exp.WatermarkDelay, c.SilverMissing, r.MissingIDs,
+			c.SilverExtra, r.ExtraIDs, pendingText(c.SilverPending, "bronze rows silver has not read yet", exp.AllowPending))
+	}
 	if len(exp.LateIDs) > 0 {
 		add("late-not-in-silver", c.LateInSilver == 0, "%d of %d late events in silver %v", c.LateInSilver, len(exp.LateIDs), r.LateIDs)
 	}
 	if exp.DLQ >= 0 {
 		add("dlq", c.DLQ == exp.DLQ, "dead-letter topic %d, expected %d", c.DLQ, exp.DLQ)
 	}
+}
+
+// pendingText says what is pending and, when a drained pipeline was
+// expected, that it should not be.
+func pendingText(n int64, what string, allowed bool) string {
+	switch {
+	case n == 0:
+		return "none pending"
+	case allowed:
+		return fmt.Sprintf("%d pending (%s)", n, what)
+	}
+	return fmt.Sprintf("%d pending (%s) where a drained pipeline was expected", n, what)
 }
 
 func orNone(s []string) string {

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -67,12 +68,19 @@ func buildRecord(t *testing.T, s *arrow.Schema, rows []map[string]any) arrow.Rec
 }
 
 // lakeFixture is a broker with n messages per partition plus a lake; the
-// test decides what bronze and silver hold.
+// test decides what bronze and silver hold. Bronze rows hold edit events
+// with the id idOf(partition, offset) (or the value a test gives), and
+// markers as the real queries write them: bronze's end offsets, silver's
+// bronze snapshot.
 type lakeFixture struct {
 	db   *broker.DB
 	lake *table.Lake
 	n    int
-	next int64 // next bronze batch id
+	next int64 // next batch id
+
+	base       time.Time     // event time of the fixture's edits
+	bronzeEnds map[int]int64 // bronze's marker so far
+	bronzeSnap int64         // bronze's last snapshot: what silver's marker names
 }
 
 func newFixture(t *testing.T, partitions, n int) *lakeFixture {
@@ -87,15 +95,8 @@ func newFixture(t *testing.T, partitions, n int) *lakeFixture {
 	if err := db.CreateTopic(ctx, DefaultTopic, partitions); err != nil {
 		t.Fatal(err)
 	}
-	var recs []broker.Record
-	for p := 0; p < partitions; p++ {
-		for i := 0; i < n; i++ {
-			recs = append(recs, broker.Record{Topic: DefaultTopic, Partition: p, Value: []byte(fmt.Sprintf(`{"p":%d,"i":%d}`, p, i))})
-		}
-	}
-	if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
-		t.Fatal(err)
-	}
+	f := &lakeFixture{db: db, n: n, base: time.Now().Add(-time.Hour).Truncate(time.Second), bronzeEnds: map[int]int64{}}
+	f.publish(t, partitions, n)
 	lake, err := table.Open(ctx, table.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -104,34 +105,80 @@ func newFixture(t *testing.T, partitions, n int) *lakeFixture {
 	if err := lake.EnsureTables(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return &lakeFixture{db: db, lake: lake, n: n}
+	f.lake = lake
+	return f
 }
 
+// publish appends n messages to each of the first partitions of the broker.
+func (f *lakeFixture) publish(t *testing.T, partitions, n int) {
+	t.Helper()
+	var recs []broker.Record
+	for p := 0; p < partitions; p++ {
+		for i := 0; i < n; i++ {
+			recs = append(recs, broker.Record{Topic: DefaultTopic, Partition: p, Value: []byte(fmt.Sprintf(`{"p":%d,"i":%d}`, p, i))})
+		}
+	}
+	if _, err := f.db.Append(context.Background(), broker.Batch{Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// idOf is the event id of the fixture's edit at (partition, offset).
+func idOf(p, off int64) string { return fmt.Sprintf("p%d-o%d", p, off) }
+
+// editJSON is an edit event silver keeps, with event time (and meta.dt) at.
+func editJSON(id string, at time.Time) string {
+	return fmt.Sprintf(`{"meta":{"id":%q,"dt":%q},"type":"edit","namespace":0,"title":"T","timestamp":%d,`+
+		`"user":"u","bot":false,"length":{"new":1},"revision":{"new":1},"server_name":"x.org","wiki":"xwiki"}`,
+		id, at.UTC().Format(time.RFC3339), at.Unix())
+}
+
+// bronze commits one bronze batch of the fixture's edits at pairs.
 func (f *lakeFixture) bronze(t *testing.T, pairs [][2]int64) {
 	t.Helper()
-	rows := make([]map[string]any, len(pairs))
+	values := make([]string, len(pairs))
 	for i, p := range pairs {
-		rows[i] = map[string]any{"broker_partition": int32(p[0]), "broker_offset": p[1]}
+		values[i] = editJSON(idOf(p[0], p[1]), f.base)
 	}
-	f.commit(t, table.Bronze, "bronze", buildRecord(t, table.BronzeSchema, rows))
+	f.bronzeValues(t, pairs, values)
 }
 
+// bronzeValues commits one bronze batch with the given values at pairs.
+func (f *lakeFixture) bronzeValues(t *testing.T, pairs [][2]int64, values []string) {
+	t.Helper()
+	ingest := f.base.Add(time.Duration(f.next+1) * time.Second) // one ingest_ts per batch, increasing
+	rows := make([]map[string]any, len(pairs))
+	for i, p := range pairs {
+		rows[i] = map[string]any{"broker_partition": int32(p[0]), "broker_offset": p[1], "value": values[i], "ingest_ts": ingest}
+		f.bronzeEnds[int(p[0])] = max(f.bronzeEnds[int(p[0])], p[1]+1)
+	}
+	ends, err := json.Marshal(f.bronzeEnds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.bronzeSnap = f.commit(t, table.Bronze, "bronze", string(ends), buildRecord(t, table.BronzeSchema, rows))
+}
+
+// silver commits one silver batch of ids, its marker at bronze's last
+// snapshot (silver has read all of bronze).
 func (f *lakeFixture) silver(t *testing.T, ids ...string) {
 	t.Helper()
 	rows := make([]map[string]any, len(ids))
 	for i, id := range ids {
 		rows[i] = map[string]any{"event_id": id}
 	}
-	f.commit(t, table.SilverEdits, "silver", buildRecord(t, table.SilverEditsSchema, rows))
+	f.commit(t, table.SilverEdits, "silver", fmt.Sprintf(`{"snapshot":%d}`, f.bronzeSnap), buildRecord(t, table.SilverEditsSchema, rows))
 }
 
-func (f *lakeFixture) commit(t *testing.T, ident, query string, rec arrow.RecordBatch) {
+func (f *lakeFixture) commit(t *testing.T, ident, query, offsets string, rec arrow.RecordBatch) int64 {
 	t.Helper()
 	defer rec.Release()
 	f.next++
-	if _, err := f.lake.CommitBatch(context.Background(), ident, table.Batch{Query: query, ID: f.next, Offsets: "test", Records: []arrow.RecordBatch{rec}}); err != nil {
+	res, err := f.lake.CommitBatch(context.Background(), ident, table.Batch{Query: query, ID: f.next, Offsets: offsets, Records: []arrow.RecordBatch{rec}})
+	if err != nil {
 		t.Fatal(err)
 	}
+	return res.SnapshotID
 }
 
 // allOffsets is every (partition, offset) the fixture's broker holds.
@@ -145,20 +192,37 @@ func (f *lakeFixture) allOffsets(partitions int) [][2]int64 {
 	return out
 }
 
+// ids are the fixture's event ids at pairs.
+func ids(pairs [][2]int64) []string {
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		out[i] = idOf(p[0], p[1])
+	}
+	return out
+}
+
 func failedNames(r Report) string { return strings.Join(r.FailedNames(), ",") }
 
 func TestVerifyPassesOnACorrectLake(t *testing.T) {
 	f := newFixture(t, 2, 10)
-	f.bronze(t, f.allOffsets(2)[:7])
-	f.bronze(t, f.allOffsets(2)[7:])
-	f.silver(t, "a", "b")
-	f.silver(t, "c")
+	all := f.allOffsets(2)
+	f.bronze(t, all[:7])
+	f.bronze(t, all[7:])
+	// A third batch: an edit older than the watermark (late, not expected
+	// in silver) and one older than the newest but within the delay.
+	f.publish(t, 1, 2)
+	f.bronzeValues(t, [][2]int64{{0, 10}, {0, 11}}, []string{
+		editJSON("late-1", f.base.Add(-DefaultWatermarkDelay-time.Second)), editJSON("slow-1", f.base.Add(-DefaultWatermarkDelay))})
+	f.silver(t, ids(all[:12])...)
+	f.silver(t, append(ids(all[12:]), "slow-1")...)
 	var shown strings.Builder
-	r, err := Run(context.Background(), f.db, f.lake, Expect{Messages: 20, Silver: 3, DLQ: 0, LateIDs: []string{"late-1"}}, progress.Display{W: &shown})
+	r, err := Run(context.Background(), f.db, f.lake, Expect{Messages: 22, Silver: 21, DLQ: 0, LateIDs: []string{"late-1"}}, progress.Display{W: &shown})
 	if err != nil {
 		t.Fatalf("Run: %v\n%+v", err, r.Checks)
 	}
-	if r.Counts.Bronze != 20 || r.Counts.BronzeDistinct != 20 || r.Counts.Silver != 3 || r.Counts.BronzeCommits != 2 {
+	c := r.Counts
+	if c.Bronze != 22 || c.BronzeDistinct != 22 || c.Silver != 21 || c.BronzeCommits != 3 ||
+		c.SilverExpected != 21 || c.SilverMissing != 0 || c.SilverExtra != 0 || c.Pending != 0 || c.SilverPending != 0 {
 		t.Fatalf("counts: got %s", r.CountsJSON())
 	}
 	if shown.Len() > 0 { // a verify of less than progressDelay shows no progress
@@ -178,37 +242,53 @@ func TestVerifyFailsOnBrokenLakes(t *testing.T) {
 		{"duplicated offset", func(t *testing.T, f *lakeFixture) {
 			f.bronze(t, f.allOffsets(2))
 			f.bronze(t, [][2]int64{{1, 4}})
-			f.silver(t, "a")
+			f.silver(t, ids(f.allOffsets(2))...)
 		}, NoExpectations(), "bronze-offsets", "partition 1: 0 missing [], 1 duplicated [4]"},
 		{"missing offset", func(t *testing.T, f *lakeFixture) {
 			all := f.allOffsets(2)
-			f.bronze(t, append(all[:3:3], all[4:]...)) // drops partition 0 offset 3
-			f.silver(t, "a")
+			held := append(all[:3:3], all[4:]...) // drops partition 0 offset 3
+			f.bronze(t, held)
+			f.silver(t, ids(held)...)
 		}, NoExpectations(), "bronze-offsets", "partition 0: 1 missing [3]"},
 		{"offset beyond the broker's end", func(t *testing.T, f *lakeFixture) {
-			f.bronze(t, append(f.allOffsets(2), [2]int64{0, 99}))
-			f.silver(t, "a")
+			held := append(f.allOffsets(2), [2]int64{0, 99})
+			f.bronze(t, held)
+			f.silver(t, ids(held)...)
 		}, NoExpectations(), "bronze-offsets", "beyond end [99]"},
 		{"duplicated event id", func(t *testing.T, f *lakeFixture) {
 			f.bronze(t, f.allOffsets(2))
-			f.silver(t, "a", "b")
-			f.silver(t, "b")
-		}, NoExpectations(), "silver-unique", "duplicated ids [b]"},
+			f.silver(t, ids(f.allOffsets(2))...)
+			f.silver(t, idOf(0, 1))
+		}, NoExpectations(), "silver-unique", "duplicated ids [p0-o1]"},
+		{"silver lost a row", func(t *testing.T, f *lakeFixture) {
+			all := f.allOffsets(2)
+			f.bronze(t, all[:10])
+			f.bronze(t, all[10:])
+			f.silver(t, ids(append(all[:15:15], all[16:]...))...) // loses partition 1 offset 5
+		}, NoExpectations(), "silver-complete", "1 missing [p1-o5]"},
+		{"silver row bronze does not have", func(t *testing.T, f *lakeFixture) {
+			f.bronze(t, f.allOffsets(2))
+			f.silver(t, append(ids(f.allOffsets(2)), "ghost-1")...)
+		}, NoExpectations(), "silver-complete", "1 extra (no edit/new event of bronze) [ghost-1]"},
 		{"late event in silver", func(t *testing.T, f *lakeFixture) {
 			f.bronze(t, f.allOffsets(2))
-			f.silver(t, "a", "late-1")
-		}, Expect{Messages: -1, Silver: -1, DLQ: -1, LateIDs: []string{"late-1", "late-2"}}, "late-not-in-silver", "1 of 2 late events in silver [late-1]"},
+			f.publish(t, 1, 1) // partition 0 offset 10
+			// A later batch brings an edit older than the watermark: not
+			// expected in silver, and here silver wrongly holds it.
+			f.bronzeValues(t, [][2]int64{{0, 10}}, []string{editJSON("late-1", f.base.Add(-time.Hour))})
+			f.silver(t, append(ids(f.allOffsets(2)), "late-1")...)
+		}, Expect{Messages: -1, Silver: -1, DLQ: -1, AllowPending: true, LateIDs: []string{"late-1", "late-2"}}, "late-not-in-silver", "1 of 2 late events in silver [late-1]"},
 		{"silver short of expected", func(t *testing.T, f *lakeFixture) {
 			f.bronze(t, f.allOffsets(2))
-			f.silver(t, "a")
-		}, Expect{Messages: 20, Silver: 2, DLQ: -1}, "silver-events", "expected 2"},
+			f.silver(t, ids(f.allOffsets(2))...)
+		}, Expect{Messages: 20, Silver: 21, DLQ: -1}, "silver-events", "expected 21"},
 		{"topic short of expected", func(t *testing.T, f *lakeFixture) {
 			f.bronze(t, f.allOffsets(2))
-			f.silver(t, "a")
+			f.silver(t, ids(f.allOffsets(2))...)
 		}, Expect{Messages: 21, Silver: -1, DLQ: -1}, "topic-messages", "broker 20, expected 21"},
 		{"violations missing from the DLQ", func(t *testing.T, f *lakeFixture) {
 			f.bronze(t, f.allOffsets(2))
-			f.silver(t, "a")
+			f.silver(t, ids(f.allOffsets(2))...)
 		}, Expect{Messages: -1, Silver: -1, DLQ: 25}, "dlq", "dead-letter topic 0, expected 25"},
 	}
 	for _, tc := range cases {
@@ -228,6 +308,58 @@ func TestVerifyFailsOnBrokenLakes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestVerifyPendingIsNotMissing: right after a clean stop the broker holds
+// messages bronze has not read, and bronze holds a batch silver has not
+// read. The CLI's verify (NoExpectations) reports them pending and passes;
+// prove's expectations (a drained pipeline) fail on the same lake.
+func TestVerifyPendingIsNotMissing(t *testing.T) {
+	f := newFixture(t, 2, 10)
+	var first, second [][2]int64
+	for p := int64(0); p < 2; p++ {
+		for off := int64(0); off < 8; off++ {
+			if off < 5 {
+				first = append(first, [2]int64{p, off})
+			} else {
+				second = append(second, [2]int64{p, off})
+			}
+		}
+	}
+	f.bronze(t, first)
+	f.silver(t, ids(first)...) // silver's marker: bronze's first snapshot
+	f.bronze(t, second)        // offsets 5-7 of each partition, not read by silver
+	// offsets 8 and 9 of each partition: in the broker, not read by bronze
+
+	r, err := Run(context.Background(), f.db, f.lake, NoExpectations(), progress.Display{})
+	if err != nil {
+		t.Fatalf("Run: %v\n%+v", err, r.Checks)
+	}
+	c := r.Counts
+	if c.Pending != 4 || c.SilverPending != 6 || c.SilverExpected != 10 || c.SilverMissing != 0 {
+		t.Fatalf("counts: got pending %d, silver pending %d, expected %d, missing %d; want 4, 6, 10, 0 (%s)",
+			c.Pending, c.SilverPending, c.SilverExpected, c.SilverMissing, r.CountsJSON())
+	}
+	for _, p := range c.Partitions {
+		if p.Pending != 2 || p.MissingCount != 0 {
+			t.Errorf("partition %d: got %d pending, %d missing; want 2, 0", p.Partition, p.Pending, p.MissingCount)
+		}
+	}
+	for _, ch := range r.Checks {
+		want := map[string]string{"bronze-offsets": "4 pending", "silver-complete": "6 pending"}[ch.Name]
+		if want != "" && !strings.Contains(ch.Detail, want) {
+			t.Errorf("%s: detail %q does not say %q", ch.Name, ch.Detail, want)
+		}
+	}
+
+	strict := Expect{Messages: 20, Silver: -1, DLQ: -1}
+	r, err = Run(context.Background(), f.db, f.lake, strict, progress.Display{})
+	if !errors.Is(err, ErrFailed) {
+		t.Fatalf("strict Run: got %v, want ErrFailed; checks %+v", err, r.Checks)
+	}
+	if got, want := failedNames(r), "bronze-offsets,silver-complete"; got != want {
+		t.Fatalf("strict: failed checks: got %q, want %q (%+v)", got, want, r.Checks)
 	}
 }
 

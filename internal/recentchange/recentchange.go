@@ -5,6 +5,8 @@
 // which stores what the contract let through. Both take their rules from
 // here, so "valid for the contract" and "silver can store it" are the same
 // set of events (stream/silver FuzzContractAgreesWithSilver checks it).
+// Silver's parser itself (ParseEdit, with its one-pass scan) lives here too,
+// so the verifier can parse bronze exactly as silver does.
 //
 // The rules:
 //   - The members silver reads (EventFields, MetaFields, OldNewFields) are

@@ -1,4 +1,4 @@
-package silver
+package recentchange
 
 import (
 	"encoding/json"
@@ -6,13 +6,13 @@ import (
 	"unicode/utf8"
 )
 
-// scanEvent is the fast path of parseEdit. It reads the fields of rawEvent
+// scanEvent is the fast path of ParseEdit. It reads the fields of rawEvent
 // straight from the bytes in one pass, checking on the way that the whole
 // document is valid JSON, and it gives up (ok false) on anything where
 // encoding/json's rules are subtle: keys that differ from a field name only
 // in case, keys with escapes, a field given twice, a value of an unexpected
 // type, numbers that are not plain integers, strings that are not valid
-// UTF-8, nesting deeper than maxScanDepth. parseEdit then decodes with
+// UTF-8, nesting deeper than maxScanDepth. ParseEdit then decodes with
 // encoding/json, so every result is what encoding/json gives
 // (FuzzScanEventMatchesEncodingJSON checks it).
 //

@@ -1,4 +1,4 @@
-package silver
+package recentchange
 
 import (
 	"encoding/json"
@@ -103,7 +103,7 @@ func TestScanEventMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestParseEditSameWithoutFastPath: parseEdit gives the same edits and
+// TestParseEditSameWithoutFastPath: ParseEdit gives the same edits and
 // errors on the real events and the edge cases whichever path decodes.
 func TestParseEditSameWithoutFastPath(t *testing.T) {
 	inputs := sampleEvents(t)
@@ -111,22 +111,22 @@ func TestParseEditSameWithoutFastPath(t *testing.T) {
 		inputs = append(inputs, []byte(c))
 	}
 	for _, raw := range inputs {
-		got, gotErr := parseEdit(raw, time.Time{}, DefaultMaxEventAhead)
+		got, gotErr := ParseEdit(raw, time.Time{}, DefaultMaxAhead)
 		want, wantErr := parseEditReference(raw)
 		if !reflect.DeepEqual(got, want) || (gotErr == nil) != (wantErr == nil) ||
 			gotErr != nil && gotErr.Error() != wantErr.Error() {
-			t.Errorf("parseEdit(%q):\n got %+v, %v\nwant %+v, %v", raw, got, gotErr, want, wantErr)
+			t.Errorf("ParseEdit(%q):\n got %+v, %v\nwant %+v, %v", raw, got, gotErr, want, wantErr)
 		}
 	}
 }
 
-// parseEditReference is parseEdit with encoding/json only.
-func parseEditReference(raw []byte) (edit, error) {
+// parseEditReference is ParseEdit with encoding/json only.
+func parseEditReference(raw []byte) (Edit, error) {
 	var ev rawEvent
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		return edit{}, fmt.Errorf("decode event: %w", err)
+		return Edit{}, fmt.Errorf("decode event: %w", err)
 	}
-	return editOf(&ev, time.Time{}, DefaultMaxEventAhead)
+	return editOf(&ev, time.Time{}, DefaultMaxAhead)
 }
 
 func FuzzScanEventMatchesEncodingJSON(f *testing.F) {
