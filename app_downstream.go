@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 
 	"lakehouse/marts"
@@ -58,6 +59,7 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 		MaxSnapshots:  p.flags.maxSnapshots,
 		KeepSnapshots: p.flags.keepSnapshots,
 		Protect:       p.protect,
+		DuckTempDir:   filepath.Join(p.flags.data, "tmp", "duckdb"),
 		Logger:        p.log,
 	})
 	p.mu.Lock()

@@ -3,6 +3,8 @@ package marts
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -50,6 +52,12 @@ const (
 	DefaultMaxSilverLag = 10 * time.Minute
 	// DefaultTopic is the broker topic bronze is filled from.
 	DefaultTopic = "recentchange"
+	// DefaultDuckMemoryLimit bounds the DuckDB memory of a refresh or a
+	// check run (its buffer manager: scans, hash aggregates, sorts). The
+	// marts and checks read all of silver and bronze's offsets, so without
+	// a bound their memory would grow with the lake; past the bound DuckDB
+	// spills to DuckTempDir.
+	DefaultDuckMemoryLimit = "256MB"
 )
 
 // Tables owned by this package (besides the gold marts).
@@ -100,6 +108,11 @@ type Config struct {
 	MaxSilverLag time.Duration
 	// Topic is the broker topic the offsets check compares bronze with.
 	Topic string
+	// DuckMemoryLimit is DuckDB's memory_limit for refreshes and checks
+	// (DefaultDuckMemoryLimit), DuckTempDir where they spill past it
+	// (main: <data>/tmp/duckdb; "" : a directory under os.TempDir()).
+	DuckMemoryLimit string
+	DuckTempDir     string
 
 	// Logger receives run outcomes (slog.Default() when nil).
 	Logger *slog.Logger
@@ -169,6 +182,12 @@ func newMarts(lake lakeAPI, log broker.Log, cfg Config) *Marts {
 	}
 	if cfg.MaxSilverLag <= 0 {
 		cfg.MaxSilverLag = DefaultMaxSilverLag
+	}
+	if cfg.DuckMemoryLimit == "" {
+		cfg.DuckMemoryLimit = DefaultDuckMemoryLimit
+	}
+	if cfg.DuckTempDir == "" {
+		cfg.DuckTempDir = filepath.Join(os.TempDir(), "lakehouse-duckdb")
 	}
 	if cfg.Topic == "" {
 		cfg.Topic = DefaultTopic

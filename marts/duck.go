@@ -24,11 +24,35 @@ type duck struct {
 	db   *sql.DB
 }
 
-func openDuck(ctx context.Context) (*duck, error) {
+// duckLimits bound what one DuckDB database may hold in memory. The zero
+// value is DuckDB's defaults (80 % of RAM, no spill directory for an
+// in-memory database): right for an ad-hoc query a person waits for.
+type duckLimits struct {
+	// MemoryLimit is DuckDB's memory_limit ("256MB"); "" keeps the default.
+	MemoryLimit string
+	// TempDir is where DuckDB spills what does not fit (temp_directory);
+	// "" keeps the default.
+	TempDir string
+}
+
+func openDuck(ctx context.Context) (*duck, error) { return openDuckLimited(ctx, duckLimits{}) }
+
+func openDuckLimited(ctx context.Context, lim duckLimits) (*duck, error) {
 	conn, err := duckdb.NewConnector(duckDSN, func(ex driver.ExecerContext) error {
 		// Hours and days of the marts are UTC days, whatever the host zone.
-		_, err := ex.ExecContext(ctx, "SET TimeZone = 'UTC'", nil)
-		return err
+		stmts := []string{"SET TimeZone = 'UTC'"}
+		if lim.MemoryLimit != "" {
+			stmts = append(stmts, "SET memory_limit = "+quoteString(lim.MemoryLimit))
+		}
+		if lim.TempDir != "" {
+			stmts = append(stmts, "SET temp_directory = "+quoteString(lim.TempDir))
+		}
+		for _, q := range stmts {
+			if _, err := ex.ExecContext(ctx, q, nil); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open duckdb: %w", err)
@@ -173,4 +197,10 @@ func arrowSchemaMap(s *arrow.Schema) string {
 		parts[i] = fmt.Sprintf("%d: {name: %s, type: '%s', default_value: NULL}", i+1, quoteString(f.Name), typ)
 	}
 	return "MAP{" + strings.Join(parts, ", ") + "}"
+}
+
+// openDuck opens the DuckDB database of one scheduled job, bounded by the
+// configured memory limit and spilling to the configured directory.
+func (m *Marts) openDuck(ctx context.Context) (*duck, error) {
+	return openDuckLimited(ctx, duckLimits{MemoryLimit: m.cfg.DuckMemoryLimit, TempDir: m.cfg.DuckTempDir})
 }

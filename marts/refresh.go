@@ -99,7 +99,7 @@ func (m *Marts) LastReport() (Report, bool) {
 
 func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 	rep := Report{RunID: runID, Rows: map[string]int64{}}
-	d, err := openDuck(ctx)
+	d, err := m.openDuck(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -196,7 +196,7 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart) (int64, 
 func (m *Marts) Check(ctx context.Context) ([]Check, error) {
 	var checks []Check
 	_, err := m.runJob(ctx, JobCheck, &m.mu, func(ctx context.Context, runID string) (string, error) {
-		d, err := openDuck(ctx)
+		d, err := m.openDuck(ctx)
 		if err != nil {
 			return "", err
 		}
