@@ -306,56 +306,19 @@ func (d *DB) Meta(ctx context.Context, key string) ([]byte, error) {
 
 // Read implements Log.
 func (d *DB) Read(ctx context.Context, topic string, partition int, from int64, max int) ([]Message, error) {
-	n, err := d.partitions(topic)
-	if err != nil {
-		return nil, err
-	}
-	if partition < 0 || partition >= n {
-		return nil, fmt.Errorf("read %s/%d: %w", topic, partition, ErrBadPartition)
-	}
 	var out []Message
 	var read int64
 	defer func() { d.noteMapped(read) }()
-	err = d.db.View(func(tx *bolt.Tx) error {
-		tb := tx.Bucket(topicBucketName(topic))
-		st, err := decodeState(tb.Get(partKey('s', partition)))
-		if err != nil {
-			return err
-		}
-		switch {
-		case from < st.start:
-			return fmt.Errorf("read %s/%d at %d (start %d): %w", topic, partition, from, st.start, ErrOffsetTrimmed)
-		case from > st.end:
-			return fmt.Errorf("read %s/%d at %d (end %d): %w", topic, partition, from, st.end, ErrOffsetOutOfRange)
-		}
-		want := st.end - from
-		if max > 0 && int64(max) < want {
-			want = int64(max)
-		}
-		if want == 0 {
-			return nil
-		}
-		out = make([]Message, 0, want)
-		c := tb.Bucket(partKey('r', partition)).Cursor()
-		next := from
-		for k, v := c.Seek(offsetKey(from)); k != nil && int64(len(out)) < want; k, v = c.Next() {
-			off := int64(binary.BigEndian.Uint64(k))
-			if off != next {
-				return fmt.Errorf("read %s/%d: offset %d missing (found %d): %w", topic, partition, next, off, errCorruptRecord)
-			}
+	err := d.eachRecord("read", topic, partition, from, max, func(want int64) { out = make([]Message, 0, want) },
+		func(off int64, v []byte) error {
 			m := Message{Topic: topic, Partition: partition, Offset: off}
 			if err := decodeRecord(v, &m); err != nil {
-				return fmt.Errorf("read %s/%d@%d: %w", topic, partition, off, err)
+				return err
 			}
 			out = append(out, m)
 			read += int64(len(v))
-			next++
-		}
-		if int64(len(out)) != want {
-			return fmt.Errorf("read %s/%d: %d records missing before end %d: %w", topic, partition, want-int64(len(out)), st.end, errCorruptRecord)
-		}
-		return nil
-	})
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -366,15 +329,36 @@ func (d *DB) Read(ctx context.Context, topic string, partition int, from int64, 
 // (timestamp, key, headers), not its value, so the values' pages are not
 // read.
 func (d *DB) Sizes(ctx context.Context, topic string, partition int, from int64, max int) ([]int64, error) {
-	n, err := d.partitions(topic)
+	var out []int64
+	err := d.eachRecord("sizes", topic, partition, from, max, func(want int64) { out = make([]int64, 0, want) },
+		func(_ int64, v []byte) error {
+			size, err := recordSize(v)
+			if err != nil {
+				return err
+			}
+			out = append(out, size)
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	if partition < 0 || partition >= n {
-		return nil, fmt.Errorf("sizes %s/%d: %w", topic, partition, ErrBadPartition)
+	return out, nil
+}
+
+// eachRecord calls fn with each stored record of topic/partition from
+// offset from, at most max of them (0: up to the end), in one read
+// transaction; first it calls start with how many there will be. It
+// refuses an offset outside the partition's [start, end] and reports a gap
+// or a short range as a corrupt log. op names the operation in errors.
+func (d *DB) eachRecord(op, topic string, partition int, from int64, max int, start func(want int64), fn func(off int64, v []byte) error) error {
+	n, err := d.partitions(topic)
+	if err != nil {
+		return err
 	}
-	var out []int64
-	err = d.db.View(func(tx *bolt.Tx) error {
+	if partition < 0 || partition >= n {
+		return fmt.Errorf("%s %s/%d: %w", op, topic, partition, ErrBadPartition)
+	}
+	return d.db.View(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(topicBucketName(topic))
 		st, err := decodeState(tb.Get(partKey('s', partition)))
 		if err != nil {
@@ -382,9 +366,9 @@ func (d *DB) Sizes(ctx context.Context, topic string, partition int, from int64,
 		}
 		switch {
 		case from < st.start:
-			return fmt.Errorf("sizes %s/%d at %d (start %d): %w", topic, partition, from, st.start, ErrOffsetTrimmed)
+			return fmt.Errorf("%s %s/%d at %d (start %d): %w", op, topic, partition, from, st.start, ErrOffsetTrimmed)
 		case from > st.end:
-			return fmt.Errorf("sizes %s/%d at %d (end %d): %w", topic, partition, from, st.end, ErrOffsetOutOfRange)
+			return fmt.Errorf("%s %s/%d at %d (end %d): %w", op, topic, partition, from, st.end, ErrOffsetOutOfRange)
 		}
 		want := st.end - from
 		if max > 0 && int64(max) < want {
@@ -393,30 +377,24 @@ func (d *DB) Sizes(ctx context.Context, topic string, partition int, from int64,
 		if want == 0 {
 			return nil
 		}
-		out = make([]int64, 0, want)
+		start(want)
 		c := tb.Bucket(partKey('r', partition)).Cursor()
 		next := from
-		for k, v := c.Seek(offsetKey(from)); k != nil && int64(len(out)) < want; k, v = c.Next() {
+		for k, v := c.Seek(offsetKey(from)); k != nil && next-from < want; k, v = c.Next() {
 			off := int64(binary.BigEndian.Uint64(k))
 			if off != next {
-				return fmt.Errorf("sizes %s/%d: offset %d missing (found %d): %w", topic, partition, next, off, errCorruptRecord)
+				return fmt.Errorf("%s %s/%d: offset %d missing (found %d): %w", op, topic, partition, next, off, errCorruptRecord)
 			}
-			size, err := recordSize(v)
-			if err != nil {
-				return fmt.Errorf("sizes %s/%d@%d: %w", topic, partition, off, err)
+			if err := fn(off, v); err != nil {
+				return fmt.Errorf("%s %s/%d@%d: %w", op, topic, partition, off, err)
 			}
-			out = append(out, size)
 			next++
 		}
-		if int64(len(out)) != want {
-			return fmt.Errorf("sizes %s/%d: %d records missing before end %d: %w", topic, partition, want-int64(len(out)), st.end, errCorruptRecord)
+		if got := next - from; got != want {
+			return fmt.Errorf("%s %s/%d: %d records missing before end %d: %w", op, topic, partition, want-got, st.end, errCorruptRecord)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Wait implements Log.
