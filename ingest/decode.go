@@ -2,15 +2,11 @@ package ingest
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // decodeJSON decodes exactly one JSON value into the generic form the schema
@@ -141,93 +137,6 @@ func (p *fastParser) within(depth int, key string) {
 		p.flaw.path = append(p.flaw.path, key)
 		p.flaw.pending = depth
 	}
-}
-
-// docScratch keeps the maps and slices of decoded documents for the next
-// document (Contract.Check decodes one event, validates it and drops it).
-// Events have one shape, so the n-th map of the next event is about as big
-// as the n-th map of this one: reuse sizes it without growth steps. The
-// profile showed map growth (mapassign) as most of the decoder's cost and
-// its garbage as a large share of the GC work.
-type docScratch struct {
-	maps  []map[string]any
-	nmaps int
-	arrs  [][]any
-	narrs int
-	text  []byte // unquoted strings (with escapes) of the current document
-}
-
-// Limits on what a docScratch keeps between documents: an odd, huge
-// document is decoded as usual but its big maps and slices are not kept.
-const (
-	scratchMaps   = 64
-	scratchMapLen = 64
-	scratchArrs   = 16
-	scratchArrLen = 256
-	scratchText   = 16 << 10
-)
-
-func newDocScratch() *docScratch {
-	return &docScratch{text: make([]byte, 0, scratchText)}
-}
-
-func (s *docScratch) newMap() map[string]any {
-	if s.nmaps < len(s.maps) {
-		m := s.maps[s.nmaps]
-		s.nmaps++
-		return m // cleared by release
-	}
-	m := make(map[string]any, 8)
-	if len(s.maps) < scratchMaps {
-		s.maps = append(s.maps, m)
-		s.nmaps++
-	}
-	return m
-}
-
-// newArr returns an empty slice and its slot (-1: not kept); the caller
-// stores the filled slice back with keepArr.
-func (s *docScratch) newArr() (int, []any) {
-	if s.narrs < len(s.arrs) {
-		s.narrs++
-		return s.narrs - 1, s.arrs[s.narrs-1][:0]
-	}
-	a := make([]any, 0, 4)
-	if len(s.arrs) < scratchArrs {
-		s.arrs = append(s.arrs, a)
-		s.narrs++
-		return s.narrs - 1, a
-	}
-	return -1, a
-}
-
-func (s *docScratch) keepArr(slot int, a []any) {
-	if slot >= 0 {
-		s.arrs[slot] = a
-	}
-}
-
-// release empties everything the last document used, dropping references
-// into its bytes.
-func (s *docScratch) release() {
-	for i, m := range s.maps[:s.nmaps] {
-		if len(m) > scratchMapLen {
-			s.maps[i] = make(map[string]any, 8)
-			continue
-		}
-		clear(m)
-	}
-	s.nmaps = 0
-	for i, a := range s.arrs[:s.narrs] {
-		if cap(a) > scratchArrLen {
-			s.arrs[i] = make([]any, 0, 4)
-			continue
-		}
-		clear(a)
-		s.arrs[i] = a[:0]
-	}
-	s.narrs = 0
-	s.text = s.text[:0]
 }
 
 // next consumes what follows an element of an object or array: a comma
@@ -428,42 +337,6 @@ func (p *fastParser) str(depth int) (string, bool) {
 	return "", false
 }
 
-// asciiPlain marks the bytes a string can hold as they are: printable
-// ASCII except '"' and '\\'.
-var asciiPlain = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// skipPlain returns the index of the first byte at or after i that is not
-// asciiPlain (len(b) if none), testing eight bytes at a time: strings are
-// most of an event's bytes.
-func skipPlain(b []byte, i int) int {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		quote := w ^ (ones * '"')
-		slash := w ^ (ones * '\\')
-		// A byte of x is zero (or, for ctrl, below 0x20) where the high bit of
-		// the expression is set; any byte >= 0x80 sets it in w itself.
-		special := (quote - ones) & ^quote
-		special |= (slash - ones) & ^slash
-		special |= (w - ones*0x20) & ^w
-		if (special|w)&highs != 0 {
-			break
-		}
-	}
-	for i < len(b) && asciiPlain[b[i]] {
-		i++
-	}
-	return i
-}
-
 // number checks JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 func (p *fastParser) number() (any, bool) {
 	start := p.i
@@ -502,105 +375,4 @@ func (p *fastParser) number() (any, bool) {
 		}
 	}
 	return json.Number(unsafeString(p.b[start:p.i])), true
-}
-
-func unsafeString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
-
-// simpleEscapes maps the byte after a backslash to the byte it stands for.
-var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
-
-// unquote decodes the body of a JSON string (between the quotes) that has
-// escapes or invalid UTF-8, with encoding/json's results: invalid UTF-8 and
-// lone surrogates become U+FFFD. It refuses (false) what encoding/json's
-// scanner refuses: control characters, a bare '"', unknown escapes
-// (including \'), and a \u without four hex digits. lone is the offset in s
-// of the first \u escape of a lone surrogate, -1 if there is none.
-//
-// It appends to dst[:0] when dst has room for the worst case, and to a new
-// slice otherwise; the caller owns the result either way.
-func unquote(dst, s []byte) (out []byte, lone int, ok bool) {
-	// Each input byte gives at most 3 output bytes (an invalid byte becomes
-	// U+FFFD), so the result never grows past the check below.
-	var b []byte
-	if cap(dst) >= 3*len(s) {
-		b = dst[:0]
-	} else {
-		b = make([]byte, 0, len(s)+utf8.UTFMax)
-	}
-	lone = -1
-	for r := 0; r < len(s); {
-		switch c := s[r]; {
-		case c == '\\':
-			r++
-			if r >= len(s) {
-				return nil, -1, false
-			}
-			switch e := s[r]; e {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				b = append(b, simpleEscapes[e])
-				r++
-			case 'u':
-				rr := hex4(s[r+1:])
-				if rr < 0 {
-					return nil, -1, false
-				}
-				esc := r - 1
-				r += 5
-				if utf16.IsSurrogate(rr) {
-					if r+1 < len(s) && s[r] == '\\' && s[r+1] == 'u' {
-						rr1 := hex4(s[r+2:])
-						if dec := utf16.DecodeRune(rr, rr1); dec != unicode.ReplacementChar {
-							r += 6
-							b = utf8.AppendRune(b, dec)
-							break
-						}
-					}
-					rr = unicode.ReplacementChar
-					if lone < 0 {
-						lone = esc
-					}
-				}
-				b = utf8.AppendRune(b, rr)
-			default:
-				return nil, -1, false
-			}
-		case c == '"', c < ' ':
-			return nil, -1, false
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			r++
-		default:
-			rr, size := utf8.DecodeRune(s[r:])
-			r += size
-			b = utf8.AppendRune(b, rr)
-		}
-	}
-	return b, lone, true
-}
-
-// hex4 reads four hex digits (-1 if there are not four).
-func hex4(s []byte) rune {
-	if len(s) < 4 {
-		return -1
-	}
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
 }
