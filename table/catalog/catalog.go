@@ -45,15 +45,18 @@ type Catalog struct {
 	beforeSwap func() error
 
 	mu    sync.Mutex
-	cache map[string]cachedMeta // table key -> last parsed metadata file
+	cache map[string]cachedMeta // table key -> the metadata of its newest file
 }
 
-// cachedMeta is a parsed metadata file. Metadata files are immutable once
-// written, so a cache keyed by location never returns stale content: the
-// pointer itself is always read from bbolt.
+// cachedMeta is the metadata of a metadata file: parsed from it, or built
+// by the commit that wrote it (built counts the commits since the last
+// parse, see reparseEvery). Metadata files are immutable once written, so a
+// cache keyed by location never returns stale content: the pointer itself
+// is always read from bbolt.
 type cachedMeta struct {
-	loc  string
-	meta icetable.Metadata
+	loc   string
+	meta  icetable.Metadata
+	built int
 }
 
 var _ icecat.Catalog = (*Catalog)(nil)
