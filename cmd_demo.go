@@ -34,10 +34,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("demo", stderr)
 	var f pipelineFlags
 	f.register(fs)
-	_ = fs.Set("data", defaultDemoDir)
-	_ = fs.Set("trigger", "500ms")
-	_ = fs.Set("sessions-trigger", "500ms")
-	_ = fs.Set("http", "127.0.0.1:0") // a free port: the demo prints the dashboard's address
+	setDefault(fs, "data", defaultDemoDir)
+	setDefault(fs, "trigger", "500ms")
+	setDefault(fs, "sessions-trigger", "500ms")
+	setDefault(fs, "http", "127.0.0.1:0") // a free port: the demo prints the dashboard's address
 	events := fs.Int("events", 2000, "events in the generated recording (shaped like the 50 real ones)")
 	loops := fs.Int("loops", 2, "times the recording is played, each with fresh event ids")
 	rate := fs.Float64("rate", 5000, "replay pace in events/s (0: flat out)")
@@ -45,6 +45,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	follow := fs.Bool("follow", false, "keep running after the summary (Ctrl-C stops)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up if the pipeline has not drained by then")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkDemoFlags(&f, *events, *loops, *rate, *span, *timeout); err != nil {
 		return err
 	}
 	if err := f.checkHTTP(); err != nil {
@@ -125,6 +128,27 @@ demo: the lake is in %s
 		return err
 	}
 	return nil
+}
+
+// checkDemoFlags refuses demo settings that cannot work (the demo makes
+// its own source, so --source is not checked).
+func checkDemoFlags(f *pipelineFlags, events, loops int, rate float64, span, timeout time.Duration) error {
+	if err := f.check(false); err != nil {
+		return err
+	}
+	var e flagErrors
+	if events < 1 {
+		e.add("events", "%d: want at least 1", events)
+	}
+	if loops < 1 {
+		e.add("loops", "%d: want at least 1", loops)
+	}
+	if rate < 0 {
+		e.add("rate", "%g: want events per second, or 0 for flat out", rate)
+	}
+	e.notNegative("span", span, "stamping events when sent")
+	e.positive("timeout", timeout)
+	return e.err()
 }
 
 // demoDrain waits until the broker holds want events and every query has

@@ -17,6 +17,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := f.check(true); err != nil {
+		return err
+	}
 	if err := f.checkHTTP(); err != nil {
 		return err
 	}

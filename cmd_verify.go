@@ -33,6 +33,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	var fe flagErrors
+	fe.checkEventTime(exp.WatermarkDelay, exp.MaxEventAhead)
+	if err := fe.err(); err != nil {
+		return err
+	}
 	exp.AllowPending = !*drained
 	if *lateFile != "" {
 		ids, err := readLines(*lateFile)

@@ -118,7 +118,17 @@
 // returns) keeps the versions it was built from reachable: with it cached,
 // the process held every version of the table, and its live heap grew with
 // the square of the snapshot count (255 MiB after 400 commits of one table;
-// dropping that one cache entry freed them). The catalog therefore caches,
-// and hands back, the metadata parsed from the file it just wrote
-// (TestCommitHeapFlat: 6 MiB), at the cost of one JSON parse per commit.
+// dropping that one cache entry freed them). The catalog therefore hands
+// back the built metadata for at most 16 commits in a row and then the
+// metadata parsed from the file it just wrote, which cuts the chain
+// (TestCommitHeapFlat: 5.4 MiB flat); a parse per commit was 6 % of the
+// appliance's CPU at 35 ev/s.
+//
+// iceberg-go's ExecuteCompactionGroup, with its defaults, holds most of a
+// group decoded (a scan worker per core, each with a whole file; batches of
+// 131,072 rows; 64 batches queued for the writer; row groups of a million
+// rows). Compact passes bounds instead (one reader, 1,024-row batches, two
+// queued, 8,192-row row groups): eight files of 12,000 rows of 2 KB took
+// 62 MiB of live heap instead of 142 (TestCompactMemoryBounded), and the
+// 600 ev/s soak's peak RSS fell from 874 MiB to 287.
 package table

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBadFlagsRefusedBeforeDataDir: every setting that can never work (or
+// that used to be silently replaced by a default) is refused with exit
+// status 2 and an error naming the flag, before the data directory is
+// created.
+func TestBadFlagsRefusedBeforeDataDir(t *testing.T) {
+	cases := []struct {
+		cmd  string
+		args []string
+		flag string // named in the error
+	}{
+		{"run", []string{"--partitions", "20000"}, "--partitions"},
+		{"run", []string{"--partitions", "0"}, "--partitions"},
+		{"run", []string{"--trigger", "0"}, "--trigger"},
+		{"run", []string{"--trigger", "-1s"}, "--trigger"},
+		{"run", []string{"--watermark", "0"}, "--watermark"},
+		{"run", []string{"--max-event-ahead", "0"}, "--max-event-ahead"},
+		{"run", []string{"--session-gap", "0"}, "--session-gap"},
+		{"run", []string{"--session-max", "5m"}, "--session-max"}, // not above the 10m watermark
+		{"run", []string{"--max-offsets-per-trigger", "0"}, "--max-offsets-per-trigger"},
+		{"run", []string{"--max-bytes-per-trigger", "0"}, "--max-bytes-per-trigger"},
+		{"run", []string{"--downstream-trigger", "-1s"}, "--downstream-trigger"},
+		{"run", []string{"--refresh", "-1m"}, "--refresh"},
+		{"run", []string{"--retention", "-1h"}, "--retention"},
+		{"run", []string{"--max-snapshots", "0"}, "--max-snapshots"},
+		{"run", []string{"--keep-snapshots", "30"}, "--keep-snapshots"}, // above --max-snapshots 25
+		{"run", []string{"--source", ""}, "--source"},
+		{"run", []string{"--source", "not-a-url"}, "--source"},
+		{"run", []string{"--source", "ftp://example.org/stream"}, "--source"},
+		{"run", []string{"--source", "http://"}, "--source"},
+		{"run", []string{"--since", "yesterday"}, "--since"},
+		{"demo", []string{"--events", "-5"}, "--events"},
+		{"demo", []string{"--events", "0"}, "--events"},
+		{"demo", []string{"--loops", "0"}, "--loops"},
+		{"demo", []string{"--rate", "-1"}, "--rate"},
+		{"demo", []string{"--timeout", "0"}, "--timeout"},
+		{"demo", []string{"--partitions", "0"}, "--partitions"},
+		{"verify", []string{"--watermark", "0"}, "--watermark"},
+	}
+	for _, c := range cases {
+		t.Run(c.cmd+" "+strings.Join(c.args, " "), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{c.cmd, "--data", dir}, c.args...), &stdout, &stderr)
+			if code != 2 {
+				t.Errorf("exit status %d, want 2 (stderr: %s)", code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), c.flag) {
+				t.Errorf("the error does not name %s: %q", c.flag, stderr.String())
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the data directory exists after the refusal (stat: %v)", err)
+			}
+		})
+	}
+}
+
+// TestDefaultFlagsPass: the defaults of run and demo pass the checks (the
+// refusals above are of the values, not of every setting).
+func TestDefaultFlagsPass(t *testing.T) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var f pipelineFlags
+	f.register(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.check(true); err != nil {
+		t.Errorf("run's defaults refused: %v", err)
+	}
+	for _, ok := range [][]string{
+		{"--session-max", "off"}, {"--max-bytes-per-trigger", "-1"}, {"--refresh", "0"}, {"--retention", "0"},
+		{"--downstream-trigger", "0"}, {"--no-ingest", "--source", ""}, {"--partitions", "256"},
+	} {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		var f pipelineFlags
+		f.register(fs)
+		if err := fs.Parse(ok); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.check(true); err != nil {
+			t.Errorf("%v refused: %v", ok, err)
+		}
+	}
+	if err := checkDemoFlags(&f, 2000, 2, 5000, defaultDemoSpan, 5*time.Minute); err != nil {
+		t.Errorf("demo's defaults refused: %v", err)
+	}
+}
+
+// TestDemoHelpShowsDemoDefaults: `help demo` shows the defaults the demo
+// runs with, not run's.
+func TestDemoHelpShowsDemoDefaults(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"help", "demo"}, &out, io.Discard); code != 0 {
+		t.Fatalf("help demo: exit status %d", code)
+	}
+	for _, want := range []string{`(default "` + defaultDemoDir + `")`, "(default 500ms)", `(default "127.0.0.1:0")`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help demo does not show %s", want)
+		}
+	}
+}
