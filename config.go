@@ -3,9 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,12 +86,33 @@ func (c *common) openBrokerExisting() (*broker.DB, error) {
 	return broker.Open(c.brokerPath(), broker.Options{})
 }
 
-func armFaultsFromEnv() {
+// armFaultsFromEnv arms the crash hook LAKEHOUSE_CRASH_AT names
+// ("hook[:skip]"; prove and the kill tests set it for their children). A
+// name no package registered, or a skip that is not a count, is an error:
+// a mistyped hook would otherwise run a kill test that never kills. An
+// armed hook is announced on stderr, since the process will SIGKILL itself.
+func armFaultsFromEnv(stderr io.Writer) error {
 	v := os.Getenv(envCrashAt)
 	if v == "" {
-		return
+		return nil
 	}
-	name, skipS, _ := strings.Cut(v, ":")
-	skip, _ := strconv.Atoi(skipS)
+	name, skipS, hasSkip := strings.Cut(v, ":")
+	skip := 0
+	if hasSkip {
+		n, err := strconv.Atoi(skipS)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s=%q: the skip after the colon must be a count of hits, 0 or more: %w", envCrashAt, v, errUsage)
+		}
+		skip = n
+	}
+	var names []string
+	for _, k := range fault.Known() {
+		names = append(names, k[0])
+	}
+	if !slices.Contains(names, name) {
+		return fmt.Errorf("%s=%q: no crash hook is named %q (known: %s): %w", envCrashAt, v, name, strings.Join(names, ", "), errUsage)
+	}
 	fault.Arm(name, skip)
+	fmt.Fprintf(stderr, "lakehouse: %s is set: this process will SIGKILL itself at hook %s (after %d hits); for kill tests and prove only\n", envCrashAt, name, skip)
+	return nil
 }

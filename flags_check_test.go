@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lakehouse/internal/fault"
 )
 
 // TestBadFlagsRefusedBeforeDataDir: every setting that can never work (or
@@ -110,5 +112,32 @@ func TestDemoHelpShowsDemoDefaults(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help demo does not show %s", want)
 		}
+	}
+}
+
+// TestCrashHookEnvChecked: LAKEHOUSE_CRASH_AT must name a registered hook
+// and a count (a mistyped hook would run a kill test that never kills), and
+// an armed hook is announced on stderr.
+func TestCrashHookEnvChecked(t *testing.T) {
+	defer fault.Disarm()
+	dir := filepath.Join(t.TempDir(), "none")
+	for _, c := range []struct {
+		env, want string
+		code      int
+	}{
+		{"no.such-hook", `no crash hook is named "no.such-hook"`, 2},
+		{"broker.in-commit:x", "must be a count", 2},
+		{"broker.in-commit:-1", "must be a count", 2},
+		{"broker.in-commit:1000000", "will SIGKILL itself at hook broker.in-commit (after 1000000 hits)", 1}, // then: no broker here
+	} {
+		t.Setenv(envCrashAt, c.env)
+		var stderr bytes.Buffer
+		if code := run([]string{"topics", "--data", dir}, io.Discard, &stderr); code != c.code {
+			t.Errorf("%s=%s: exit status %d, want %d (%s)", envCrashAt, c.env, code, c.code, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%s=%s: stderr %q does not say %q", envCrashAt, c.env, stderr.String(), c.want)
+		}
+		fault.Disarm()
 	}
 }

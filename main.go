@@ -58,7 +58,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	armFaultsFromEnv()
+	if err := armFaultsFromEnv(stderr); err != nil {
+		fmt.Fprintf(stderr, "lakehouse: %v\n", err)
+		return 2
+	}
 	applyRuntimeDefaults()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

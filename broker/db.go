@@ -121,7 +121,7 @@ func Open(path string, opts Options) (*DB, error) {
 			errors.Is(err, bolterrors.ErrChecksum) {
 			// bbolt refuses the file (bad magic, checksum, size...): it is
 			// not a broker database, or it is damaged beyond both meta pages.
-			return nil, fmt.Errorf("open broker %s: %w: %v", path, ErrNotBroker, err)
+			return nil, fmt.Errorf("open broker %s: %w: %w", path, ErrNotBroker, err)
 		}
 		return nil, fmt.Errorf("open broker %s: %w", path, err)
 	}
