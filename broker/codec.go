@@ -64,6 +64,11 @@ func decodeRecord(b []byte, m *Message) error {
 		return errCorruptRecord
 	}
 	b = b[n:]
+	// Each header takes at least two bytes (two length varints): a count
+	// read from disk sizes nothing until the bytes can hold it.
+	if nh > uint64(len(b))/2 {
+		return errCorruptRecord
+	}
 	if nh > 0 {
 		m.Headers = make([]Header, 0, nh)
 	}
