@@ -225,13 +225,13 @@ func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipe
 	}{{ingest.DefaultTopic, f.partitions}, {ingest.DefaultDLQTopic, 1}} {
 		if err := db.CreateTopic(ctx, t.name, t.n); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("create topic: %w", err)
+			return nil, err // says "create topic" and which
 		}
 	}
 	lake, err := table.Open(ctx, f.tableConfig(f.warehouse))
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open lake: %w", err)
+		return nil, err // says "open lake"
 	}
 	if err := lake.EnsureTables(ctx); err != nil {
 		lake.Close()

@@ -141,3 +141,25 @@ func TestCrashHookEnvChecked(t *testing.T) {
 		fault.Disarm()
 	}
 }
+
+// TestStartupErrorsSayEachStepOnce: a start-up error names its step once
+// (it read "open lake: open lake: warehouse ..." and "create topic: create
+// topic ...").
+func TestStartupErrorsSayEachStepOnce(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	if code := run([]string{"run", "--data", dir, "--no-ingest", "--http", "off", "--warehouse", "relative/path"}, io.Discard, &stderr); code != 1 {
+		t.Fatalf("exit status %d, want 1 (%s)", code, stderr.String())
+	}
+	if got := strings.Count(stderr.String(), "open lake:"); got != 1 {
+		t.Errorf("%q says \"open lake:\" %d times, want once", stderr.String(), got)
+	}
+	// A topic made with 4 partitions, asked for with 8.
+	stderr.Reset()
+	if code := run([]string{"run", "--data", dir, "--no-ingest", "--http", "off", "--partitions", "8"}, io.Discard, &stderr); code != 1 {
+		t.Fatalf("exit status %d, want 1 (%s)", code, stderr.String())
+	}
+	if got := strings.Count(stderr.String(), "create topic"); got != 1 {
+		t.Errorf("%q says \"create topic\" %d times, want once", stderr.String(), got)
+	}
+}
