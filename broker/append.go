@@ -18,6 +18,10 @@ var (
 		"bbolt transaction committed and fsync'd, before Append returns to its callers")
 )
 
+// maxMetaBytes bounds a Meta value: metadata is a producer's small state
+// (a source position), never data.
+const maxMetaBytes = 1 << 20
+
 // appendReq is one Append call waiting for the committer.
 type appendReq struct {
 	b     Batch
@@ -54,6 +58,15 @@ func (d *DB) Append(ctx context.Context, b Batch) ([]Position, error) {
 		}
 		req.parts[i] = p
 		req.size += encodedSize(r)
+	}
+	// What bbolt would refuse inside the group's transaction is refused
+	// here, so one caller's bad batch never fails the others it would
+	// have been committed with.
+	for i, m := range b.Meta {
+		if len(m.Key) == 0 || len(m.Key) > bolt.MaxKeySize || len(m.Value) > maxMetaBytes {
+			return nil, fmt.Errorf("append meta %d (key %d bytes, value %d bytes; key 1 to %d, value at most %d): %w",
+				i, len(m.Key), len(m.Value), bolt.MaxKeySize, maxMetaBytes, ErrBadMeta)
+		}
 	}
 	if len(b.Records) == 0 && len(b.Meta) == 0 {
 		return nil, nil

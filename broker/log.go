@@ -151,6 +151,10 @@ var (
 	// ErrRecordTooLarge: a record's key plus value exceeds MaxRecordBytes; the
 	// whole Append call is rejected.
 	ErrRecordTooLarge = errors.New("broker: record too large")
+	// ErrBadMeta: a Meta key is empty or longer than the store's key limit,
+	// or its value is too large; the whole Append call is rejected, and no
+	// other caller's records with it.
+	ErrBadMeta = errors.New("broker: bad metadata key or value")
 	// ErrOffsetTrimmed: the offset was removed by retention.
 	ErrOffsetTrimmed = errors.New("broker: offset trimmed by retention")
 	// ErrOffsetOutOfRange: the offset is beyond the partition's end.
