@@ -25,6 +25,10 @@ const (
 
 const defaultDataDir = "./lakehouse-data"
 
+// envIMDSDisabled is the AWS SDK's switch for the EC2 instance metadata
+// service, which the appliance turns off unless it is set.
+const envIMDSDisabled = "AWS_EC2_METADATA_DISABLED"
+
 // defaultMemoryLimit is the Go runtime's soft memory limit when GOMEMLIMIT is
 // not set: it makes the garbage collector work harder before the process
 // passes 1 GiB. The silver dedup state at 10,000 events/s with a 10-minute
@@ -46,6 +50,13 @@ const defaultGCPercent = 100
 // applyRuntimeDefaults sets the memory limit and GC percent unless the
 // environment sets them (GOMEMLIMIT, GOGC).
 func applyRuntimeDefaults() {
+	if os.Getenv(envIMDSDisabled) == "" {
+		// Without S3 credentials the AWS SDK would ask the EC2 instance
+		// metadata service (169.254.169.254), a request off this machine
+		// nobody asked for. Set AWS_EC2_METADATA_DISABLED=false to use an
+		// instance role.
+		_ = os.Setenv(envIMDSDisabled, "true")
+	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
