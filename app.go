@@ -183,7 +183,18 @@ func (f *pipelineFlags) streamConfig(name string, log *slog.Logger) (stream.Conf
 // tableConfig builds the lake configuration; S3 settings come from the
 // standard AWS environment variables.
 func (c *common) tableConfig(warehouse string) table.Config {
+	return c.lakeConfig(warehouse, false)
+}
+
+// readOnlyTableConfig is tableConfig for commands that only read: nothing
+// is created or written.
+func (c *common) readOnlyTableConfig(warehouse string) table.Config {
+	return c.lakeConfig(warehouse, true)
+}
+
+func (c *common) lakeConfig(warehouse string, readOnly bool) table.Config {
 	return table.Config{
+		ReadOnly:  readOnly,
 		Dir:       c.data,
 		Warehouse: warehouse,
 		S3: table.S3Config{
@@ -215,23 +226,26 @@ type pipeline struct {
 }
 
 func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipeline, error) {
+	// Both stores are opened (and checked) before either is written to, so
+	// a damaged one is refused with nothing changed.
 	db, err := f.openBroker()
 	if err != nil {
 		return nil, err
+	}
+	lake, err := table.Open(ctx, f.tableConfig(f.warehouse))
+	if err != nil {
+		db.Close()
+		return nil, err // says "open lake"
 	}
 	for _, t := range []struct {
 		name string
 		n    int
 	}{{ingest.DefaultTopic, f.partitions}, {ingest.DefaultDLQTopic, 1}} {
 		if err := db.CreateTopic(ctx, t.name, t.n); err != nil {
+			lake.Close()
 			db.Close()
 			return nil, err // says "create topic" and which
 		}
-	}
-	lake, err := table.Open(ctx, f.tableConfig(f.warehouse))
-	if err != nil {
-		db.Close()
-		return nil, err // says "open lake"
 	}
 	if err := lake.EnsureTables(ctx); err != nil {
 		lake.Close()

@@ -45,7 +45,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := os.Stat(c.data); err != nil {
 		return fmt.Errorf("no lake at %s (run `lakehouse demo` first, or pass --data): %w", c.data, err)
 	}
-	lake, err := table.Open(ctx, c.tableConfig(*warehouse))
+	lake, err := table.Open(ctx, c.readOnlyTableConfig(*warehouse))
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	db, err := c.openBrokerExisting()
+	db, err := c.openBrokerExisting(true)
 	if err != nil {
 		return err
 	}

@@ -46,12 +46,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		exp.LateIDs = ids
 	}
-	db, err := c.openBrokerExisting()
+	db, err := c.openBrokerExisting(true)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	lake, err := table.Open(ctx, c.tableConfig(*warehouse))
+	lake, err := table.Open(ctx, c.readOnlyTableConfig(*warehouse))
 	if err != nil {
 		return err
 	}

@@ -89,12 +89,13 @@ func (c *common) openBroker() (*broker.DB, error) {
 }
 
 // openBrokerExisting opens the broker only if it already exists, so that
-// read-only commands never create an empty lake by accident.
-func (c *common) openBrokerExisting() (*broker.DB, error) {
+// a command never creates an empty lake by accident; readOnly opens it
+// without ever writing to it (commands that only read).
+func (c *common) openBrokerExisting(readOnly bool) (*broker.DB, error) {
 	if _, err := os.Stat(c.brokerPath()); err != nil {
 		return nil, fmt.Errorf("no broker at %s (run `lakehouse demo` or `lakehouse run` first, or pass --data): %w", c.brokerPath(), err)
 	}
-	return broker.Open(c.brokerPath(), broker.Options{})
+	return broker.Open(c.brokerPath(), broker.Options{ReadOnly: readOnly})
 }
 
 // armFaultsFromEnv arms the crash hook LAKEHOUSE_CRASH_AT names

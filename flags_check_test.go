@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"lakehouse/broker"
+	"lakehouse/ingest"
 	"lakehouse/internal/fault"
 )
 
@@ -155,6 +158,16 @@ func TestStartupErrorsSayEachStepOnce(t *testing.T) {
 		t.Errorf("%q says \"open lake:\" %d times, want once", stderr.String(), got)
 	}
 	// A topic made with 4 partitions, asked for with 8.
+	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateTopic(context.Background(), ingest.DefaultTopic, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	stderr.Reset()
 	if code := run([]string{"run", "--data", dir, "--no-ingest", "--http", "off", "--partitions", "8"}, io.Discard, &stderr); code != 1 {
 		t.Fatalf("exit status %d, want 1 (%s)", code, stderr.String())

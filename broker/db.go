@@ -14,6 +14,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"lakehouse/internal/boltfile"
 )
 
 // Defaults for Options.
@@ -46,6 +48,10 @@ type Options struct {
 	// and commits made resident (see ReleaseMapped).
 	// DefaultReleaseMappedBytes when 0; negative: never.
 	ReleaseMappedBytes int64
+	// ReadOnly opens an existing file without ever writing to it (a
+	// shared lock; no bucket is created and Append fails), for commands
+	// that only read.
+	ReadOnly bool
 }
 
 // DB is the bbolt implementation of Log. It is safe for concurrent use.
@@ -93,11 +99,15 @@ func Open(path string, opts Options) (*DB, error) {
 		opts.ReleaseMappedBytes = DefaultReleaseMappedBytes
 	}
 	existed := false
-	if st, err := os.Stat(path); err == nil && st.Size() > 0 {
+	if st, err := os.Stat(path); err == nil {
 		existed = true
+		if st.IsDir() {
+			return nil, fmt.Errorf("open broker %s: %w: a directory", path, ErrNotBroker)
+		}
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
+	bdb, err := boltfile.Open(path, 0o600, &bolt.Options{
 		Timeout:        opts.OpenTimeout,
+		ReadOnly:       opts.ReadOnly,
 		NoFreelistSync: true, // the freelist is rebuilt on Open; saves a write per commit
 		FreelistType:   bolt.FreelistMapType,
 		// Copy-on-write rewrites every page a commit touches (a leaf per
@@ -117,11 +127,12 @@ func Open(path string, opts Options) (*DB, error) {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("open broker %s: %w", path, err)
 		}
-		if existed || errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrVersionMismatch) ||
-			errors.Is(err, bolterrors.ErrChecksum) {
-			// bbolt refuses the file (bad magic, checksum, size...): it is
-			// not a broker database, or it is damaged beyond both meta pages.
-			return nil, fmt.Errorf("open broker %s: %w: %w", path, ErrNotBroker, err)
+		if existed || errors.Is(err, boltfile.ErrDamaged) || errors.Is(err, bolterrors.ErrInvalid) ||
+			errors.Is(err, bolterrors.ErrVersionMismatch) || errors.Is(err, bolterrors.ErrChecksum) {
+			// bbolt refuses the file (bad magic, checksum, size...), or it
+			// is damaged (empty, truncated, a garbled page): it is not a
+			// broker database, or not one that can be read.
+			return nil, damaged(path, err)
 		}
 		return nil, fmt.Errorf("open broker %s: %w", path, err)
 	}
@@ -142,45 +153,89 @@ func Open(path string, opts Options) (*DB, error) {
 	return d, nil
 }
 
-func (d *DB) init(existed bool) (err error) {
-	defer func() {
-		// A corrupt page can make bbolt panic while reading; report it as
-		// an error naming the file instead of crashing the process.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("open broker %s: %w: %v", d.path, ErrNotBroker, r)
+// damaged is the error for a broker file that cannot be opened, with the
+// way out.
+func damaged(path string, err error) error {
+	return fmt.Errorf("open broker %s: %w: %w; nothing was changed: stop the appliance, move the file away and restore it from a backup (starting without it loses the events bronze has not landed yet)",
+		path, ErrNotBroker, err)
+}
+
+func (d *DB) init(existed bool) error {
+	// A corrupt page can make bbolt panic or fault while reading; it is
+	// reported as an error naming the file instead of crashing the process.
+	err := boltfile.Guard(func() error {
+		if d.opts.ReadOnly {
+			return d.db.View(d.readFormat)
 		}
-	}()
-	return d.db.Update(func(tx *bolt.Tx) error {
-		info := tx.Bucket(bucketInfo)
-		if info == nil {
-			hasOther := false
-			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { hasOther = true; return nil })
-			if hasOther || existed && tx.Size() > 4*int64(d.db.Info().PageSize) {
-				return fmt.Errorf("open broker %s: %w: bbolt file without broker format marker", d.path, ErrNotBroker)
+		// A healthy broker file is not written by opening it (a commit
+		// would bump its txid): only a new one gets its buckets.
+		if existed {
+			if err := d.db.View(d.readFormat); err == nil {
+				return nil
 			}
-			var err error
-			if info, err = tx.CreateBucket(bucketInfo); err != nil {
-				return err
-			}
-			if err := info.Put(keyFormat, []byte(formatValue)); err != nil {
-				return err
-			}
+			d.topics = map[string]int{}
 		}
-		if got := string(info.Get(keyFormat)); got != formatValue {
-			return fmt.Errorf("open broker %s: %w: format %q, want %q", d.path, ErrNotBroker, got, formatValue)
+		return d.db.Update(func(tx *bolt.Tx) error { return d.initTx(tx, existed) })
+	})
+	if errors.Is(err, boltfile.ErrDamaged) {
+		return damaged(d.path, err)
+	}
+	return err
+}
+
+// readFormat checks the format marker and loads the topics (read-only).
+func (d *DB) readFormat(tx *bolt.Tx) error {
+	info := tx.Bucket(bucketInfo)
+	if info == nil {
+		return fmt.Errorf("open broker %s: %w: bbolt file without broker format marker", d.path, ErrNotBroker)
+	}
+	if got := string(info.Get(keyFormat)); got != formatValue {
+		return fmt.Errorf("open broker %s: %w: format %q, want %q", d.path, ErrNotBroker, got, formatValue)
+	}
+	if tx.Bucket(bucketMeta) == nil {
+		return fmt.Errorf("open broker %s: %w: no meta bucket", d.path, ErrNotBroker)
+	}
+	return d.loadTopics(tx)
+}
+
+func (d *DB) initTx(tx *bolt.Tx, existed bool) error {
+	info := tx.Bucket(bucketInfo)
+	if info == nil {
+		hasOther := false
+		_ = tx.ForEach(func([]byte, *bolt.Bucket) error { hasOther = true; return nil })
+		if hasOther || existed && tx.Size() > 4*int64(d.db.Info().PageSize) {
+			return fmt.Errorf("open broker %s: %w: bbolt file without broker format marker", d.path, ErrNotBroker)
 		}
-		for _, b := range [][]byte{bucketTopics, bucketMeta} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
+		var err error
+		if info, err = tx.CreateBucket(bucketInfo); err != nil {
+			return err
 		}
-		return tx.Bucket(bucketTopics).ForEach(func(k, v []byte) error {
-			if len(v) != 4 {
-				return fmt.Errorf("open broker %s: %w: bad topic entry %q", d.path, ErrNotBroker, k)
-			}
-			d.topics[string(k)] = int(binary.BigEndian.Uint32(v))
-			return nil
-		})
+		if err := info.Put(keyFormat, []byte(formatValue)); err != nil {
+			return err
+		}
+	}
+	if got := string(info.Get(keyFormat)); got != formatValue {
+		return fmt.Errorf("open broker %s: %w: format %q, want %q", d.path, ErrNotBroker, got, formatValue)
+	}
+	for _, b := range [][]byte{bucketTopics, bucketMeta} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	return d.loadTopics(tx)
+}
+
+func (d *DB) loadTopics(tx *bolt.Tx) error {
+	tb := tx.Bucket(bucketTopics)
+	if tb == nil {
+		return fmt.Errorf("open broker %s: %w: no topics bucket", d.path, ErrNotBroker)
+	}
+	return tb.ForEach(func(k, v []byte) error {
+		if len(v) != 4 {
+			return fmt.Errorf("open broker %s: %w: bad topic entry %q", d.path, ErrNotBroker, k)
+		}
+		d.topics[string(k)] = int(binary.BigEndian.Uint32(v))
+		return nil
 	})
 }
 

@@ -15,6 +15,14 @@
 // Append are readable or none of them is. Offsets stay dense: a record is
 // never visible without all records before it in its partition.
 //
+// What a damaged file gets: Open refuses it with ErrNotBroker, naming the
+// file and the way out, and changes nothing (internal/boltfile checks every
+// page in use before bbolt maps it, so an empty, truncated or garbled file
+// is an error, never a panic, a fault or a new database). Options.ReadOnly
+// opens a file without ever writing to it. One caller's batch that the
+// store would refuse (ErrBadMeta) fails only that caller, never the others
+// of its group commit.
+//
 // The Log interface is what the stream engine consumes; *DB is the bbolt
 // implementation, and package brokertest holds the contract suite any other
 // implementation (for example a Kafka adapter) must pass.

@@ -101,6 +101,9 @@ func (q *Query) IDChange() (int64, string) {
 // Any other error stops the query; the checkpoint stays consistent.
 func (q *Query) Run(ctx context.Context) error {
 	err := q.run(ctx)
+	if errors.Is(err, ErrCorruptCheckpoint) && q.cfg.OnCheckpointLoss == RebuildFromTable {
+		err = fmt.Errorf("%w; to recover, stop the appliance and move the query's checkpoint %s away: the query then continues from its table's marker, with no duplicates (--checkpoint-loss rebuild)", err, q.cp.Dir)
+	}
 	if ctx.Err() != nil {
 		// Best effort: progress rows are durable in the commit log anyway.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

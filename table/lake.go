@@ -99,6 +99,10 @@ type Config struct {
 	// LockTimeout bounds the wait for catalog.db's file lock
 	// (DefaultLockTimeout when 0).
 	LockTimeout time.Duration
+	// ReadOnly opens an existing lake for reading only: nothing is created
+	// or written (no directories, no warehouse probe, the catalog opened
+	// read-only), and commits fail. For commands that only read.
+	ReadOnly bool
 }
 
 // Lake is an open lakehouse: the catalog plus the warehouse. Its methods are
@@ -176,11 +180,13 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lake: %w", err)
 	}
-	if err := mkdirAllDurable(dir); err != nil {
-		return nil, fmt.Errorf("open lake: %w", err)
-	}
-	if err := syncDirtyDirs(); err != nil {
-		return nil, fmt.Errorf("open lake: %w", err)
+	if !cfg.ReadOnly {
+		if err := mkdirAllDurable(dir); err != nil {
+			return nil, fmt.Errorf("open lake: %w", err)
+		}
+		if err := syncDirtyDirs(); err != nil {
+			return nil, fmt.Errorf("open lake: %w", err)
+		}
 	}
 	cfg.Dir = dir
 
@@ -188,11 +194,13 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := probeWarehouse(ctx, wh, catProps); err != nil {
-		return nil, err
+	if !cfg.ReadOnly {
+		if err := probeWarehouse(ctx, wh, catProps); err != nil {
+			return nil, err
+		}
 	}
 	cat, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), catalog.Options{
-		Props: catProps, LockTimeout: cfg.LockTimeout, BeforeSwap: syncDirtyDirs,
+		Props: catProps, LockTimeout: cfg.LockTimeout, BeforeSwap: syncDirtyDirs, ReadOnly: cfg.ReadOnly,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open lake: %w", err)
@@ -239,7 +247,7 @@ func warehouseProps(cfg Config) (string, iceberg.Properties, error) {
 	default:
 		return "", nil, fmt.Errorf("open lake: warehouse %q: want file://, s3:// or an absolute path", wh)
 	}
-	if !strings.Contains(wh, "://") {
+	if !strings.Contains(wh, "://") && !cfg.ReadOnly {
 		if err := mkdirAllDurable(wh); err != nil {
 			return "", nil, fmt.Errorf("open lake: %w: %w", ErrWarehouse, err)
 		}

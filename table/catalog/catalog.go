@@ -35,6 +35,9 @@ type Options struct {
 	// before the pointer swap; an error aborts the commit (nothing swapped).
 	// The table package uses it to fsync directories of new files.
 	BeforeSwap func() error
+	// ReadOnly opens an existing catalog without ever writing to it (a
+	// shared lock; commits fail), for commands that only read.
+	ReadOnly bool
 }
 
 // Catalog is the bbolt-backed catalog. It is safe for concurrent use.
@@ -69,7 +72,7 @@ func Open(ctx context.Context, path string, opts Options) (*Catalog, error) {
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = DefaultLockTimeout
 	}
-	db, release, err := acquireDB(path, opts.LockTimeout)
+	db, release, err := acquireDB(path, opts.LockTimeout, opts.ReadOnly)
 	if err != nil {
 		return nil, err
 	}

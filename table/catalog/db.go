@@ -3,12 +3,15 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"lakehouse/internal/boltfile"
 )
 
 // Bucket names inside catalog.db.
@@ -31,39 +34,77 @@ var (
 
 // acquireDB opens (or reuses) the bbolt file at path and returns it with a
 // release function that closes it when the last user is done.
-func acquireDB(path string, lockTimeout time.Duration) (*bolt.DB, func() error, error) {
+func acquireDB(path string, lockTimeout time.Duration, readOnly bool) (*bolt.DB, func() error, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("resolve catalog path: %w", err)
 	}
+	key := abs
+	if readOnly {
+		key += "\x00ro"
+	}
 	openMu.Lock()
 	defer openMu.Unlock()
-	if s, ok := opened[abs]; ok {
+	if s, ok := opened[key]; ok {
 		s.refs++
-		return s.db, releaseFunc(abs, s), nil
+		return s.db, releaseFunc(key, s), nil
 	}
-	db, err := bolt.Open(abs, 0o644, &bolt.Options{Timeout: lockTimeout})
+	db, err := boltfile.Open(abs, 0o644, &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, nil, fmt.Errorf("open catalog %s: locked by another process for %s (is the appliance running on this data directory?): %w", abs, lockTimeout, err)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("open catalog %s: %w", abs, err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketNamespaces, bucketTables} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("open catalog %s: %w", abs, err)
 		}
-		return nil
+		return nil, nil, damagedCatalog(abs, err)
+	}
+	err = boltfile.Guard(func() error {
+		if readOnly {
+			return db.View(func(tx *bolt.Tx) error {
+				for _, b := range [][]byte{bucketNamespaces, bucketTables} {
+					if tx.Bucket(b) == nil {
+						return fmt.Errorf("%w: no %s bucket: not a catalog", boltfile.ErrDamaged, b)
+					}
+				}
+				return nil
+			})
+		}
+		// A healthy catalog is not written by opening it (a commit would
+		// bump its txid): only a new one gets its buckets.
+		complete := false
+		if err := db.View(func(tx *bolt.Tx) error {
+			complete = tx.Bucket(bucketNamespaces) != nil && tx.Bucket(bucketTables) != nil
+			return nil
+		}); err != nil || complete {
+			return err
+		}
+		return db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketNamespaces, bucketTables} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		_ = db.Close()
+		if errors.Is(err, boltfile.ErrDamaged) {
+			return nil, nil, damagedCatalog(abs, err)
+		}
 		return nil, nil, fmt.Errorf("create catalog buckets: %w", err)
 	}
 	s := &sharedDB{db: db, refs: 1}
-	opened[abs] = s
-	return db, releaseFunc(abs, s), nil
+	opened[key] = s
+	return db, releaseFunc(key, s), nil
+}
+
+// damagedCatalog is the error for a catalog file that cannot be opened,
+// with the way out.
+func damagedCatalog(path string, err error) error {
+	return fmt.Errorf("open catalog %s: %w; nothing was changed: stop the appliance, move the file away and restore it from a backup (it holds only the pointer to each table's current metadata.json under warehouse/)",
+		path, err)
 }
 
 func releaseFunc(abs string, s *sharedDB) func() error {

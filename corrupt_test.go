@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/ingest"
+	"lakehouse/table"
+)
+
+// TestCorruptFilesRefused: each bbolt file of a data directory (broker.db,
+// catalog.db) emptied, truncated to a quarter, or with 4 KiB garbled in a
+// page in use: every command (run, verify, topics, query) exits non-zero
+// naming the file, never panics or faults (the commands run as child
+// processes, so a SIGBUS would show), and changes no file of the data
+// directory (run included: it refuses before it writes).
+func TestCorruptFilesRefused(t *testing.T) {
+	src := t.TempDir()
+	makeSmallLake(t, src)
+	damages := []struct {
+		name string
+		do   func(t *testing.T, path string)
+	}{
+		{"empty", func(t *testing.T, path string) { must(t, os.Truncate(path, 0)) }},
+		{"quarter", func(t *testing.T, path string) {
+			// A quarter of the pages in use (bbolt files are preallocated:
+			// a quarter of the file can still hold every page).
+			m := newestMeta(t, path)
+			must(t, os.Truncate(path, m.pgid*m.pageSize/4))
+		}},
+		{"garbled-root-page", garbleRootPage},
+	}
+	commands := [][]string{
+		{"run", "--no-ingest", "--http", "off"},
+		{"verify"},
+		{"topics"},
+		{"query", "SELECT count(*) FROM bronze.recentchange"},
+	}
+	for _, file := range []string{"broker.db", "catalog.db"} {
+		for _, d := range damages {
+			for _, cmd := range commands {
+				if file == "catalog.db" && cmd[0] == "topics" || file == "broker.db" && cmd[0] == "query" {
+					continue // topics reads only the broker, query only the lake
+				}
+				t.Run(file+"/"+d.name+"/"+cmd[0], func(t *testing.T) {
+					dir := filepath.Join(t.TempDir(), "data")
+					copyDir(t, src, dir)
+					d.do(t, filepath.Join(dir, file))
+					before := hashTree(t, dir)
+					args := append([]string{cmd[0], "--data", dir}, cmd[1:]...)
+					out, err := selfCommand(args...).CombinedOutput()
+					if err == nil {
+						t.Fatalf("%v exited 0 on a damaged %s:\n%s", cmd, file, out)
+					}
+					text := string(out)
+					for _, bad := range []string{"panic:", "fatal error", "goroutine ", "SIGBUS", "SIGSEGV"} {
+						if strings.Contains(text, bad) {
+							t.Fatalf("%v crashed (%q) on a damaged %s:\n%s", cmd, bad, file, text)
+						}
+					}
+					if !strings.Contains(text, filepath.Join(dir, file)) {
+						t.Errorf("%v does not name %s:\n%s", cmd, filepath.Join(dir, file), text)
+					}
+					if after := hashTree(t, dir); after != before {
+						t.Errorf("%v changed the data directory:\n%s", cmd, diffTrees(before, after))
+					}
+				})
+			}
+		}
+	}
+}
+
+// makeSmallLake writes a broker with a few records and a lake with its
+// tables into dir.
+func makeSmallLake(t *testing.T, dir string) {
+	ctx := context.Background()
+	must(t, os.MkdirAll(dir, 0o755))
+	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	must(t, err)
+	must(t, db.CreateTopic(ctx, ingest.DefaultTopic, ingest.DefaultPartitions))
+	must(t, db.CreateTopic(ctx, ingest.DefaultDLQTopic, 1))
+	var recs []broker.Record
+	for i := range 200 {
+		recs = append(recs, broker.Record{Topic: ingest.DefaultTopic, Partition: broker.AnyPartition, Timestamp: time.Now(),
+			Value: bytes.Repeat([]byte{byte('a' + i%26)}, 300)})
+	}
+	_, err = db.Append(ctx, broker.Batch{Records: recs})
+	must(t, err)
+	must(t, db.Close())
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	must(t, err)
+	must(t, lake.EnsureTables(ctx))
+	must(t, lake.Close())
+}
+
+type boltMeta struct{ pageSize, root, pgid, txid int64 }
+
+// newestMeta reads the valid meta page with the highest txid (the one
+// bbolt uses).
+func newestMeta(t *testing.T, path string) boltMeta {
+	t.Helper()
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	var best boltMeta
+	for _, off := range []int64{0, -1} {
+		hdr := make([]byte, 16+64)
+		if off < 0 {
+			off = best.pageSize
+			if off == 0 {
+				off = 4096
+			}
+		}
+		if _, err := f.ReadAt(hdr, off); err != nil {
+			continue
+		}
+		m := hdr[16:]
+		le := binary.LittleEndian
+		if le.Uint32(m) != 0xED0CDAED {
+			continue
+		}
+		bm := boltMeta{pageSize: int64(le.Uint32(m[8:])), root: int64(le.Uint64(m[16:])), pgid: int64(le.Uint64(m[40:])), txid: int64(le.Uint64(m[48:]))}
+		if best.pageSize == 0 || bm.txid > best.txid {
+			best = bm
+		}
+	}
+	if best.pageSize < 1024 || best.root < 2 || best.pgid <= best.root {
+		t.Fatalf("inconclusive: no usable meta page in %s (%+v)", path, best)
+	}
+	return best
+}
+
+// garbleRootPage overwrites 4 KiB of the page bbolt's current meta page
+// names as the root bucket (a page in use in any bbolt file).
+func garbleRootPage(t *testing.T, path string) {
+	m := newestMeta(t, path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	must(t, err)
+	defer f.Close()
+	junk := bytes.Repeat([]byte{0xA5, 0x17, 0xFF, 0x03}, 1024)
+	_, err = f.WriteAt(junk, m.root*m.pageSize)
+	must(t, err)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	must(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	}))
+}
+
+// hashTree lists every file under dir with its size and SHA-256, sorted
+// by the walk.
+func hashTree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	must(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			b.WriteString(rel + "/\n")
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		b.WriteString(rel + " " + strconv.Itoa(len(data)) + " " + hex.EncodeToString(sum[:]) + "\n")
+		return nil
+	}))
+	return b.String()
+}
+
+func diffTrees(before, after string) string {
+	b, a := strings.Split(before, "\n"), strings.Split(after, "\n")
+	seen := map[string]bool{}
+	for _, l := range b {
+		seen[l] = true
+	}
+	var out []string
+	for _, l := range a {
+		if !seen[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	now := map[string]bool{}
+	for _, l := range a {
+		now[l] = true
+	}
+	for _, l := range b {
+		if !now[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestCorruptCheckpointSaysHowToRecover: a garbled checkpoint entry stops
+// its query with an error naming the file and the recovery step (moving
+// the query's checkpoint away), and the step works: after it, the
+// appliance starts and the query continues from its table's marker.
+func TestCorruptCheckpointSaysHowToRecover(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	makeSmallLake(t, dir)
+	// One start lands the broker's records in bronze (batch 0 and its
+	// checkpoint entries), then SIGTERM.
+	runFor(t, dir, "rows_in=200")
+	entry := filepath.Join(dir, "checkpoints", "bronze", "offsets", "0")
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("inconclusive: no offset entry to garble: %v", err)
+	}
+	must(t, os.WriteFile(entry, []byte("{garbled"), 0o644))
+	out, err := selfCommand("run", "--data", dir, "--no-ingest", "--http", "off").CombinedOutput()
+	if err == nil {
+		t.Fatalf("run exited 0 with a garbled checkpoint entry:\n%s", out)
+	}
+	for _, want := range []string{entry, "move the query's checkpoint " + filepath.Join(dir, "checkpoints", "bronze") + " away"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the error does not say %q:\n%s", want, out)
+		}
+	}
+	must(t, os.Rename(filepath.Join(dir, "checkpoints", "bronze"), filepath.Join(t.TempDir(), "bronze-checkpoint")))
+	runFor(t, dir, "appliance started")
+	out, err = selfCommand("verify", "--data", dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "bronze 200 rows, 200 distinct offsets") {
+		t.Fatalf("after the recovery step, verify: %v\n%s", err, out)
+	}
+}
+
+// runFor runs the appliance on dir (no ingest) until its log says want,
+// then stops it with SIGTERM.
+func runFor(t *testing.T, dir, want string) {
+	t.Helper()
+	cmd := selfCommand("run", "--data", dir, "--no-ingest", "--http", "off", "--refresh", "0")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	must(t, cmd.Start())
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(out.String(), want) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("inconclusive: the appliance never logged %q:\n%s", want, out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a child's output and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
