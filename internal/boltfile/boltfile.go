@@ -21,8 +21,11 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"syscall"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrDamaged: the file is not a healthy bbolt database.
@@ -73,13 +76,13 @@ func parseMeta(f io.ReaderAt, off int64) (meta, bool) {
 // or the file is shorter than the pages its newest valid meta names. A
 // file that does not exist is not an error (bbolt creates it).
 func Precheck(path string) error {
-	_, err := precheck(path, false)
+	_, err := precheck(path, false, 0)
 	return err
 }
 
 // precheck is Precheck; with walk it also walks every page reachable from
 // the root bucket (see walker).
-func precheck(path string, walk bool) (meta, error) {
+func precheck(path string, walk bool, timeout time.Duration) (meta, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return meta{}, nil
@@ -88,6 +91,14 @@ func precheck(path string, walk bool) (meta, error) {
 		return meta{}, err
 	}
 	defer f.Close()
+	if walk {
+		// The pages are read under a shared lock, so a file another
+		// process is writing is "locked", never "damaged"; the lock is
+		// released (with f) before bbolt takes its own.
+		if err := lockShared(f, timeout); err != nil {
+			return meta{}, err
+		}
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return meta{}, err
@@ -152,7 +163,11 @@ func Open(path string, mode os.FileMode, opts *bolt.Options) (db *bolt.DB, err e
 	// first: a writable open walks them all to rebuild the freelist
 	// (NoFreelistSync), in a goroutine of bbolt's own where a damaged page
 	// is a panic nothing can recover.
-	if _, err := precheck(path, true); err != nil {
+	var timeout time.Duration
+	if opts != nil {
+		timeout = opts.Timeout
+	}
+	if _, err := precheck(path, true, timeout); err != nil {
 		return nil, err
 	}
 	err = Guard(func() error {
@@ -161,6 +176,26 @@ func Open(path string, mode os.FileMode, opts *bolt.Options) (db *bolt.DB, err e
 		return oerr
 	})
 	return db, err
+}
+
+// lockShared takes a shared flock on f, waiting at most timeout (0: for
+// ever) for another process's exclusive one, as bbolt does; it returns
+// bbolt's ErrTimeout when the wait is over.
+func lockShared(f *os.File, timeout time.Duration) error {
+	start := time.Now()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err
+		}
+		if timeout > 0 && time.Since(start) > timeout {
+			return bolterrors.ErrTimeout
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Guard runs fn (a transaction on a freshly opened file, say) and returns a

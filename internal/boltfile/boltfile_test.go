@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // makeFile writes a bbolt file with what the broker and the catalog hold:
@@ -67,7 +69,7 @@ func TestOpenRefusesEveryGarbledPage(t *testing.T) {
 		t.Fatalf("healthy file: %v", err)
 	}
 	db.Close()
-	m, err := precheck(path, false)
+	m, err := precheck(path, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,5 +110,23 @@ func TestOpenRefusesEveryGarbledPage(t *testing.T) {
 	ro := &bolt.Options{ReadOnly: true}
 	if _, err := Open(filepath.Join(t.TempDir(), "none.db"), 0o600, ro); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("read-only open of a missing file: %v, want ErrNotExist", err)
+	}
+}
+
+// TestOpenWaitsForAWriter: while another handle holds the file for
+// writing, Open reads no page (a file being written is "locked", never
+// "damaged") and gives up after the timeout with bbolt's ErrTimeout.
+func TestOpenWaitsForAWriter(t *testing.T) {
+	path := makeFile(t, nil)
+	w, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, ro := range []bool{true, false} {
+		_, err := Open(path, 0o600, &bolt.Options{ReadOnly: ro, Timeout: 200 * time.Millisecond})
+		if !errors.Is(err, bolterrors.ErrTimeout) {
+			t.Errorf("read-only %v, file held by a writer: %v, want ErrTimeout", ro, err)
+		}
 	}
 }
