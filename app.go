@@ -290,6 +290,13 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		}
 		defer stopHTTP()
 	}
+	// An error after a component started stops the started ones before it
+	// returns: the caller closes the broker and the lake next.
+	stopAll := func(err error) error {
+		cancel(err)
+		wg.Wait()
+		return err
+	}
 	if !p.flags.noIngest {
 		icfg := ingest.Config{URL: p.flags.source, UserAgent: p.flags.userAgent, Partitions: p.flags.partitions,
 			MaxEventAhead: p.flags.maxEventAhead, Logger: p.log}
@@ -311,11 +318,11 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 	}
 	bcfg, err := p.streamConfig(stream.BronzeQuery)
 	if err != nil {
-		return err
+		return stopAll(err)
 	}
 	bronze, err := stream.NewBronze(p.db, p.lake, bcfg)
 	if err != nil {
-		return err
+		return stopAll(err)
 	}
 	p.addQuery(stream.BronzeQuery, bronze)
 	start("bronze", bronze.Run)

@@ -74,6 +74,9 @@ func (f *pipelineFlags) check(withSource bool) error {
 	if f.partitions < 1 || f.partitions > maxPartitions {
 		e.add("partitions", "%d: want 1 to %d", f.partitions, maxPartitions)
 	}
+	if f.checkpointLoss != "rebuild" && f.checkpointLoss != "fresh" {
+		e.add("checkpoint-loss", "%q: want rebuild or fresh", f.checkpointLoss)
+	}
 	e.positive("trigger", f.trigger)
 	e.notNegative("downstream-trigger", f.downTrigger, "running as soon as the upstream table commits")
 	e.notNegative("sessions-trigger", f.sessTrigger, "--downstream-trigger")

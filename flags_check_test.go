@@ -47,6 +47,7 @@ func TestBadFlagsRefusedBeforeDataDir(t *testing.T) {
 		{"run", []string{"--source", "ftp://example.org/stream"}, "--source"},
 		{"run", []string{"--source", "http://"}, "--source"},
 		{"run", []string{"--since", "yesterday"}, "--since"},
+		{"run", []string{"--checkpoint-loss", "maybe"}, "--checkpoint-loss"},
 		{"demo", []string{"--events", "-5"}, "--events"},
 		{"demo", []string{"--events", "0"}, "--events"},
 		{"demo", []string{"--loops", "0"}, "--loops"},
