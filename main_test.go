@@ -217,7 +217,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"query", "--data", filepath.Join(dir, "none"), "select 1"}, 1, "no lake at"},
 		{[]string{"query"}, 2, "Usage: lakehouse query"},
 		{[]string{"prove", "--crash-at", "no.such.hook"}, 2, "not a fault hook"},
-		{[]string{"run", "--checkpoint-loss", "maybe", "--data", filepath.Join(dir, "x"), "--no-ingest"}, 1, "want rebuild or fresh"},
+		{[]string{"run", "--checkpoint-loss", "maybe", "--data", filepath.Join(dir, "x"), "--no-ingest"}, 2, "want rebuild or fresh"}, // a usage error, before anything is created
 	} {
 		var out strings.Builder
 		code := run(tc.args, &out, &out)
