@@ -50,6 +50,7 @@ type pipelineFlags struct {
 	logLevel       string
 	noIngest       bool
 	retention      time.Duration
+	dlqRetention   time.Duration
 	maxSnapshots   int
 	keepSnapshots  int
 	// maintainEvery and compactEvery override the marts' maintenance
@@ -102,6 +103,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
 	fs.BoolVar(&f.noIngest, "no-ingest", false, "run the streams and marts only (no SSE client)")
 	fs.DurationVar(&f.retention, "retention", 7*24*time.Hour, "broker retention: trim recentchange records older than this, never past what bronze has committed (0: keep everything)")
+	fs.DurationVar(&f.dlqRetention, "dlq-retention", 30*24*time.Hour, "trim dead-letter records older than this (0: keep everything)")
 	fs.IntVar(&f.maxSnapshots, "max-snapshots", marts.DefaultMaxSnapshots, "a table holding more snapshots than this is expired down to --keep-snapshots (never past what a downstream query has not read)")
 	fs.IntVar(&f.keepSnapshots, "keep-snapshots", marts.DefaultKeepSnapshots, "snapshots each table keeps after expiry")
 }
@@ -326,7 +328,7 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 	}
 	p.addQuery(stream.BronzeQuery, bronze)
 	start("bronze", bronze.Run)
-	if p.flags.retention > 0 {
+	if p.flags.retention > 0 || p.flags.dlqRetention > 0 {
 		start("retention", p.runRetention)
 	}
 	if err := p.startDownstream(ctx, start); err != nil {

@@ -42,6 +42,17 @@ func retainConsumed(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge
 	return db.Retain(ctx, ingest.DefaultTopic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
 }
 
+// retainDLQ trims dead-letter records older than maxAge. Nothing reads the
+// DLQ as a stream, so there is no floor: it is kept for operators, for
+// --dlq-retention.
+func retainDLQ(ctx context.Context, db *broker.DB, maxAge time.Duration, now time.Time) (int64, error) {
+	n, err := db.Retain(ctx, ingest.DefaultDLQTopic, broker.Retention{MaxAge: maxAge, Now: now})
+	if err != nil {
+		return n, fmt.Errorf("retention of %s: %w", ingest.DefaultDLQTopic, err)
+	}
+	return n, nil
+}
+
 // runRetention applies retention at once (what is due after a restart is
 // due now) and then every retentionEvery until ctx is done. A failed pass
 // is logged and retried at the next tick; it never stops the appliance.
@@ -55,13 +66,21 @@ func (p *pipeline) runRetention(ctx context.Context) error {
 		case <-t.C:
 		}
 		t.Reset(retentionEvery)
-		n, err := retainConsumed(ctx, p.db, p.lake, p.flags.retention, time.Now())
-		if err != nil {
-			p.log.Warn("broker retention failed", "err", err)
-			continue
+		if p.flags.retention > 0 {
+			n, err := retainConsumed(ctx, p.db, p.lake, p.flags.retention, time.Now())
+			if err != nil {
+				p.log.Warn("broker retention failed", "err", err)
+			} else if n > 0 {
+				p.log.Info("broker retention", "topic", ingest.DefaultTopic, "removed", n, "max_age", p.flags.retention)
+			}
 		}
-		if n > 0 {
-			p.log.Info("broker retention", "topic", ingest.DefaultTopic, "removed", n, "max_age", p.flags.retention)
+		if p.flags.dlqRetention > 0 {
+			n, err := retainDLQ(ctx, p.db, p.flags.dlqRetention, time.Now())
+			if err != nil {
+				p.log.Warn("broker retention failed", "err", err)
+			} else if n > 0 {
+				p.log.Info("broker retention", "topic", ingest.DefaultDLQTopic, "removed", n, "max_age", p.flags.dlqRetention)
+			}
 		}
 	}
 }

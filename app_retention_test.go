@@ -65,3 +65,38 @@ func TestRetentionNeverPassesBronze(t *testing.T) {
 		t.Fatalf("retention with a longer age: removed %d, want 0", n)
 	}
 }
+
+// TestDLQRetention: dead letters older than --dlq-retention are trimmed,
+// younger ones kept; the recentchange topic is not touched by it.
+func TestDLQRetention(t *testing.T) {
+	ctx := context.Background()
+	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, topic := range []string{ingest.DefaultTopic, ingest.DefaultDLQTopic} {
+		if err := db.CreateTopic(ctx, topic, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	var recs []broker.Record
+	for i, age := range []time.Duration{40 * 24 * time.Hour, 31 * 24 * time.Hour, 24 * time.Hour, time.Minute} {
+		for _, topic := range []string{ingest.DefaultTopic, ingest.DefaultDLQTopic} {
+			recs = append(recs, broker.Record{Topic: topic, Partition: 0, Value: []byte{byte(i)}, Timestamp: now.Add(-age)})
+		}
+	}
+	if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := retainDLQ(ctx, db, 30*24*time.Hour, now)
+	if err != nil || n != 2 {
+		t.Fatalf("DLQ retention removed %d, %v; want the 2 older than 30 days", n, err)
+	}
+	dlq, _ := db.Offsets(ctx, ingest.DefaultDLQTopic)
+	main, _ := db.Offsets(ctx, ingest.DefaultTopic)
+	if dlq[0].Start != 2 || dlq[0].End != 4 || main[0].Start != 0 {
+		t.Errorf("after DLQ retention: dlq %+v (want start 2, end 4), recentchange %+v (want start 0)", dlq[0], main[0])
+	}
+}

@@ -93,6 +93,7 @@ func (f *pipelineFlags) check(withSource bool) error {
 	}
 	e.notNegative("refresh", f.refresh, "no marts")
 	e.notNegative("retention", f.retention, "keeping every record")
+	e.notNegative("dlq-retention", f.dlqRetention, "keeping every dead letter")
 	if f.maxSnapshots < 1 {
 		e.add("max-snapshots", "%d: want at least 1", f.maxSnapshots)
 	}
