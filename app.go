@@ -185,18 +185,7 @@ func (f *pipelineFlags) streamConfig(name string, log *slog.Logger) (stream.Conf
 // tableConfig builds the lake configuration; S3 settings come from the
 // standard AWS environment variables.
 func (c *common) tableConfig(warehouse string) table.Config {
-	return c.lakeConfig(warehouse, false)
-}
-
-// readOnlyTableConfig is tableConfig for commands that only read: nothing
-// is created or written.
-func (c *common) readOnlyTableConfig(warehouse string) table.Config {
-	return c.lakeConfig(warehouse, true)
-}
-
-func (c *common) lakeConfig(warehouse string, readOnly bool) table.Config {
 	return table.Config{
-		ReadOnly:  readOnly,
 		Dir:       c.data,
 		Warehouse: warehouse,
 		S3: table.S3Config{
@@ -206,6 +195,14 @@ func (c *common) lakeConfig(warehouse string, readOnly bool) table.Config {
 			SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
 		},
 	}
+}
+
+// readOnlyTableConfig is tableConfig for commands that only read: nothing
+// is created or written.
+func (c *common) readOnlyTableConfig(warehouse string) table.Config {
+	cfg := c.tableConfig(warehouse)
+	cfg.ReadOnly = true
+	return cfg
 }
 
 // pipeline is the running appliance: broker, lake and the goroutines that

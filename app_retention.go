@@ -68,19 +68,22 @@ func (p *pipeline) runRetention(ctx context.Context) error {
 		t.Reset(retentionEvery)
 		if p.flags.retention > 0 {
 			n, err := retainConsumed(ctx, p.db, p.lake, p.flags.retention, time.Now())
-			if err != nil {
-				p.log.Warn("broker retention failed", "err", err)
-			} else if n > 0 {
-				p.log.Info("broker retention", "topic", ingest.DefaultTopic, "removed", n, "max_age", p.flags.retention)
-			}
+			p.logRetention(ingest.DefaultTopic, n, err, p.flags.retention)
 		}
 		if p.flags.dlqRetention > 0 {
 			n, err := retainDLQ(ctx, p.db, p.flags.dlqRetention, time.Now())
-			if err != nil {
-				p.log.Warn("broker retention failed", "err", err)
-			} else if n > 0 {
-				p.log.Info("broker retention", "topic", ingest.DefaultDLQTopic, "removed", n, "max_age", p.flags.dlqRetention)
-			}
+			p.logRetention(ingest.DefaultDLQTopic, n, err, p.flags.dlqRetention)
 		}
+	}
+}
+
+// logRetention logs one retention pass of topic (a failed pass is retried
+// at the next tick).
+func (p *pipeline) logRetention(topic string, removed int64, err error, maxAge time.Duration) {
+	switch {
+	case err != nil:
+		p.log.Warn("broker retention failed", "topic", topic, "err", err)
+	case removed > 0:
+		p.log.Info("broker retention", "topic", topic, "removed", removed, "max_age", maxAge)
 	}
 }

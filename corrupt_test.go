@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -267,7 +266,7 @@ func TestCorruptCheckpointSaysHowToRecover(t *testing.T) {
 func runFor(t *testing.T, dir, want string) {
 	t.Helper()
 	cmd := selfCommand("run", "--data", dir, "--no-ingest", "--http", "off", "--refresh", "0")
-	var out syncBuffer
+	var out lockedBuffer // chromium_test.go
 	cmd.Stdout, cmd.Stderr = &out, &out
 	must(t, cmd.Start())
 	deadline := time.Now().Add(60 * time.Second)
@@ -281,22 +280,4 @@ func runFor(t *testing.T, dir, want string) {
 	if !strings.Contains(out.String(), want) {
 		t.Fatalf("inconclusive: the appliance never logged %q:\n%s", want, out.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a child's output and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

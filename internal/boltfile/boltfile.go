@@ -71,18 +71,13 @@ func parseMeta(f io.ReaderAt, off int64) (meta, bool) {
 	return meta{pageSize: le.Uint32(m[8:]), root: le.Uint64(m[16:]), pgid: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, true
 }
 
-// Precheck inspects an existing file without mapping it: it returns
-// ErrEmpty for an empty file and ErrDamaged when neither meta page is valid
-// or the file is shorter than the pages its newest valid meta names. A
-// file that does not exist is not an error (bbolt creates it).
-func Precheck(path string) error {
-	_, err := precheck(path, false, 0)
-	return err
-}
-
-// precheck is Precheck; with walk it also walks every page reachable from
-// the root bucket (see walker).
-func precheck(path string, walk bool, timeout time.Duration) (meta, error) {
+// precheck inspects an existing file without mapping it, under a shared
+// lock (waiting at most timeout): ErrEmpty for an empty file, ErrDamaged
+// when neither meta page is valid, the file is shorter than the pages its
+// newest valid meta names, or a page reachable from the root bucket is
+// damaged (see walker). A file that does not exist is not an error (bbolt
+// creates it).
+func precheck(path string, timeout time.Duration) (meta, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return meta{}, nil
@@ -91,13 +86,11 @@ func precheck(path string, walk bool, timeout time.Duration) (meta, error) {
 		return meta{}, err
 	}
 	defer f.Close()
-	if walk {
-		// The pages are read under a shared lock, so a file another
-		// process is writing is "locked", never "damaged"; the lock is
-		// released (with f) before bbolt takes its own.
-		if err := lockShared(f, timeout); err != nil {
-			return meta{}, err
-		}
+	// The pages are read under a shared lock, so a file another process
+	// is writing is "locked", never "damaged"; the lock is released (with
+	// f) before bbolt takes its own.
+	if err := lockShared(f, timeout); err != nil {
+		return meta{}, err
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -140,19 +133,17 @@ func precheck(path string, walk bool, timeout time.Duration) (meta, error) {
 	if m.pageSize < 512 || m.pgid < 2 {
 		return meta{}, fmt.Errorf("%w: meta page names page size %d, %d pages", ErrDamaged, m.pageSize, m.pgid)
 	}
-	if walk {
-		if err := Guard(func() error { return newWalker(f, m).walk(m.root, 0) }); err != nil {
-			return meta{}, err
-		}
+	if err := Guard(func() error { return newWalker(f, m).walk(m.root, 0) }); err != nil {
+		return meta{}, err
 	}
 	return m, nil
 }
 
-// Open is bolt.Open after Precheck and, for a file that exists, a walk of
-// every page reachable from its root bucket (it reads every page in use:
-// about the cost of the freelist rebuild a writable broker open does
-// anyway), with a fault or panic inside bbolt returned as ErrDamaged. A read-only open (opts.ReadOnly) of a file that
-// does not exist is fs.ErrNotExist instead of a new file.
+// Open is bolt.Open after precheck (it reads every page in use: about the
+// cost of the freelist rebuild a writable broker open does anyway), with a
+// fault or panic inside bbolt returned as ErrDamaged. A read-only open
+// (opts.ReadOnly) of a file that does not exist is fs.ErrNotExist instead
+// of a new file.
 func Open(path string, mode os.FileMode, opts *bolt.Options) (db *bolt.DB, err error) {
 	if opts != nil && opts.ReadOnly {
 		if _, err := os.Stat(path); err != nil {
@@ -167,7 +158,7 @@ func Open(path string, mode os.FileMode, opts *bolt.Options) (db *bolt.DB, err e
 	if opts != nil {
 		timeout = opts.Timeout
 	}
-	if _, err := precheck(path, true, timeout); err != nil {
+	if _, err := precheck(path, timeout); err != nil {
 		return nil, err
 	}
 	err = Guard(func() error {

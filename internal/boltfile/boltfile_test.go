@@ -69,7 +69,7 @@ func TestOpenRefusesEveryGarbledPage(t *testing.T) {
 		t.Fatalf("healthy file: %v", err)
 	}
 	db.Close()
-	m, err := precheck(path, false, 0)
+	m, err := precheck(path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

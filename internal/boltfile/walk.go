@@ -50,15 +50,15 @@ func (w *walker) page(id uint64) ([]byte, error) {
 	if id < 2 || id >= w.hwm {
 		return nil, fmt.Errorf("%w: page id %d outside 2..%d", ErrDamaged, id, w.hwm-1)
 	}
-	hdr := make([]byte, 16)
-	if _, err := w.f.ReadAt(hdr, int64(id)*w.pageSize); err != nil {
+	b := make([]byte, w.pageSize)
+	if _, err := w.f.ReadAt(b, int64(id)*w.pageSize); err != nil {
 		return nil, fmt.Errorf("%w: read page %d: %w", ErrDamaged, id, err)
 	}
 	le := binary.LittleEndian
-	if got := le.Uint64(hdr); got != id {
+	if got := le.Uint64(b); got != id {
 		return nil, fmt.Errorf("%w: page %d names itself %d", ErrDamaged, id, got)
 	}
-	overflow := uint64(le.Uint32(hdr[12:]))
+	overflow := uint64(le.Uint32(b[12:]))
 	if id+overflow >= w.hwm {
 		return nil, fmt.Errorf("%w: page %d overflows past the high-water mark (%d pages)", ErrDamaged, id, overflow)
 	}
@@ -67,9 +67,11 @@ func (w *walker) page(id uint64) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b := make([]byte, int64(1+overflow)*w.pageSize)
-	if _, err := w.f.ReadAt(b, int64(id)*w.pageSize); err != nil {
-		return nil, fmt.Errorf("%w: read page %d: %w", ErrDamaged, id, err)
+	if overflow > 0 {
+		b = append(b, make([]byte, int64(overflow)*w.pageSize)...)
+		if _, err := w.f.ReadAt(b[w.pageSize:], int64(id+1)*w.pageSize); err != nil {
+			return nil, fmt.Errorf("%w: read page %d: %w", ErrDamaged, id, err)
+		}
 	}
 	return b, nil
 }

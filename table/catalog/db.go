@@ -60,16 +60,6 @@ func acquireDB(path string, lockTimeout time.Duration, readOnly bool) (*bolt.DB,
 		return nil, nil, damagedCatalog(abs, err)
 	}
 	err = boltfile.Guard(func() error {
-		if readOnly {
-			return db.View(func(tx *bolt.Tx) error {
-				for _, b := range [][]byte{bucketNamespaces, bucketTables} {
-					if tx.Bucket(b) == nil {
-						return fmt.Errorf("%w: no %s bucket: not a catalog", boltfile.ErrDamaged, b)
-					}
-				}
-				return nil
-			})
-		}
 		// A healthy catalog is not written by opening it (a commit would
 		// bump its txid): only a new one gets its buckets.
 		complete := false
@@ -78,6 +68,9 @@ func acquireDB(path string, lockTimeout time.Duration, readOnly bool) (*bolt.DB,
 			return nil
 		}); err != nil || complete {
 			return err
+		}
+		if readOnly {
+			return fmt.Errorf("%w: no %s or %s bucket: not a catalog", boltfile.ErrDamaged, bucketNamespaces, bucketTables)
 		}
 		return db.Update(func(tx *bolt.Tx) error {
 			for _, b := range [][]byte{bucketNamespaces, bucketTables} {
