@@ -236,6 +236,10 @@ func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipe
 		db.Close()
 		return nil, err // says "open lake"
 	}
+	if from := lake.MovedFrom(); from != "" {
+		log.Warn("data directory copied or moved: the table metadata names the warehouse it was created in; every file is read and written under this one, never there",
+			"created_in", from, "warehouse", lake.Warehouse())
+	}
 	for _, t := range []struct {
 		name string
 		n    int

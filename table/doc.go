@@ -18,6 +18,17 @@
 // and commits nothing ("already committed"). S3 writes are durable when the
 // PUT returns.
 //
+// # A data directory that moves
+//
+// Iceberg metadata names every file by absolute path, under the warehouse
+// the table was created in (the catalog reads that recorded root from its
+// tables' pointers, catalog.Catalog.Root). A local Lake opened on a copy or
+// a moved data directory resolves every such path under the warehouse it
+// was opened with and refuses every path outside it (rootedFS,
+// ErrOutsideWarehouse), so a copy never reads or writes the original's
+// files; the metadata keeps naming the recorded root, and DataFiles hands
+// out resolved paths. An S3 warehouse must be the one the tables name.
+//
 // # Exactly-once commit
 //
 // CommitBatch(ident, Batch{Query, RunID, ID, Offsets, Records, Props})

@@ -113,6 +113,7 @@ type Lake struct {
 	warehouse string // plain local path or s3:// URI
 	props     map[string]string
 	cat       *catalog.Catalog
+	rooted    *rootedFS // the local FileIO (nil on S3)
 
 	notifyMu sync.Mutex
 	notify   map[string]chan struct{} // ident -> closed at the next commit
@@ -199,15 +200,60 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 			return nil, err
 		}
 	}
-	cat, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), catalog.Options{
-		Props: catProps, LockTimeout: cfg.LockTimeout, BeforeSwap: syncDirtyDirs, ReadOnly: cfg.ReadOnly,
-	})
+	opts := catalog.Options{Props: catProps, LockTimeout: cfg.LockTimeout, BeforeSwap: syncDirtyDirs, ReadOnly: cfg.ReadOnly}
+	var rooted *rootedFS
+	if !strings.Contains(wh, "://") {
+		rooted = newRootedFS(wh, wh) // the recorded root is known once the catalog is open
+		opts.FileIO = rooted.open
+	}
+	cat, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), opts)
 	if err != nil {
+		return nil, fmt.Errorf("open lake: %w", err)
+	}
+	if err := checkRoot(cat.Root(), wh, rooted); err != nil {
+		_ = cat.Close()
 		return nil, fmt.Errorf("open lake: %w", err)
 	}
 	props := maps.Clone(DefaultTableProps)
 	maps.Copy(props, cfg.Props)
-	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat}, nil
+	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat, rooted: rooted}, nil
+}
+
+// checkRoot compares the root the catalog's tables were created under with
+// the warehouse the lake was opened with. A local lake whose data directory
+// was copied or moved resolves the recorded root under its own warehouse
+// (rootedFS); a lake cannot move between local disk and S3, or between S3
+// locations, by a flag alone.
+func checkRoot(recorded, wh string, rooted *rootedFS) error {
+	if rooted == nil {
+		if strings.TrimSuffix(recorded, "/") != wh {
+			return fmt.Errorf("%w: catalog.db's tables are in %s, not in the warehouse %s: run with --warehouse %s", ErrOutsideWarehouse, recorded, wh, recorded)
+		}
+		return nil
+	}
+	if strings.Contains(recorded, "://") && !strings.HasPrefix(recorded, "file:") {
+		return fmt.Errorf("%w: catalog.db's tables are in %s, not in the local warehouse %s: run with --warehouse %s", ErrOutsideWarehouse, recorded, wh, recorded)
+	}
+	p, err := localName(recorded)
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("%w: catalog.db records the relative warehouse %q", ErrOutsideWarehouse, recorded)
+	}
+	rooted.recorded = filepath.Clean(p)
+	return nil
+}
+
+// MovedFrom returns the warehouse directory this lake's tables were created
+// in when it is not where the lake was opened (its data directory was copied
+// or moved; the tables' files are read and written under Warehouse), and ""
+// otherwise.
+func (l *Lake) MovedFrom() string {
+	if l.rooted == nil || !l.rooted.moved() {
+		return ""
+	}
+	return l.rooted.recorded
 }
 
 // Close closes the catalog. Committed data is already durable.

@@ -207,7 +207,15 @@ func (v *TableView) fill(meta icetable.Metadata) {
 		}
 	}
 	id, _ := parseIdent(v.Ident)
-	v.tbl = icetable.New(id, meta, v.MetadataPath, iceio.LoadFSFunc(nil, v.MetadataPath), nil)
+	fsys := iceio.LoadFSFunc(nil, v.MetadataPath)
+	dir, derr := filepath.Abs(filepath.Dir(filepath.Dir(v.MetadataPath)))
+	if loc, err := localName(meta.Location()); err == nil && derr == nil && filepath.IsAbs(loc) {
+		// The files are where this metadata file is, whatever root the
+		// metadata names (a copied or moved data directory).
+		rooted := newRootedFS(loc, dir)
+		fsys = func(context.Context) (iceio.IO, error) { return rooted, nil }
+	}
+	v.tbl = icetable.New(id, meta, v.MetadataPath, fsys, nil)
 }
 
 // ReadAppended returns the rows that append snapshot snapshotID added,

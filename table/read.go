@@ -235,13 +235,23 @@ func (l *Lake) DataFiles(ctx context.Context, ident string) (Files, error) {
 		if len(t.DeleteFiles) > 0 {
 			return Files{}, fmt.Errorf("data files of %s: %s has delete files, which read_parquet would ignore", ident, t.File.FilePath())
 		}
-		p, err := localName(t.File.FilePath())
+		p, err := l.localPath(t.File.FilePath())
 		if err != nil {
 			return Files{}, fmt.Errorf("data files of %s: %w", ident, err)
 		}
 		out.Paths = append(out.Paths, p)
 	}
 	return out, nil
+}
+
+// localPath is where a path the metadata names is for a reader outside
+// iceberg-go: on local disk, resolved inside the warehouse (see rootedFS);
+// an s3:// URI as it is.
+func (l *Lake) localPath(name string) (string, error) {
+	if l.rooted == nil {
+		return name, nil
+	}
+	return l.rooted.resolve(name)
 }
 
 // DuckDBSchemaMap renders sc's top-level columns as a DuckDB read_parquet

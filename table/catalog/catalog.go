@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"maps"
 	"strings"
@@ -24,9 +25,11 @@ const DefaultLockTimeout = 10 * time.Second
 
 // Options configure Open.
 type Options struct {
-	// Props are catalog properties: "warehouse" (the default root for table
-	// locations) and the FileIO properties (s3.endpoint, s3.region, ...) used
-	// to read and write metadata and data files.
+	// Props are catalog properties: "warehouse" (the root for table
+	// locations, unless the catalog already has tables at default locations
+	// under another root: then that root, see Root) and the FileIO
+	// properties (s3.endpoint, s3.region, ...) used to read and write
+	// metadata and data files.
 	Props iceberg.Properties
 	// LockTimeout bounds the wait for another process's file lock
 	// (DefaultLockTimeout when zero).
@@ -38,6 +41,11 @@ type Options struct {
 	// ReadOnly opens an existing catalog without ever writing to it (a
 	// shared lock; commits fail), for commands that only read.
 	ReadOnly bool
+	// FileIO, if set, opens every metadata and data file the catalog and
+	// its tables read or write (default: iceberg-go's FileIO for the
+	// location's scheme, with Props). The table package uses it to keep
+	// every path inside the data directory. Open does not call it.
+	FileIO func(ctx context.Context, loc string) (iceio.IO, error)
 }
 
 // Catalog is the bbolt-backed catalog. It is safe for concurrent use.
@@ -46,6 +54,7 @@ type Catalog struct {
 	release    func() error
 	props      iceberg.Properties
 	beforeSwap func() error
+	openIO     func(ctx context.Context, loc string) (iceio.IO, error) // nil: iceberg-go's
 
 	mu    sync.Mutex
 	cache map[string]cachedMeta // table key -> the metadata of its newest file
@@ -84,7 +93,12 @@ func Open(ctx context.Context, path string, opts Options) (*Catalog, error) {
 	if before == nil {
 		before = func() error { return nil }
 	}
-	return &Catalog{db: db, release: release, props: props, beforeSwap: before, cache: map[string]cachedMeta{}}, nil
+	c := &Catalog{db: db, release: release, props: props, beforeSwap: before, openIO: opts.FileIO, cache: map[string]cachedMeta{}}
+	if err := c.resolveRoot(ctx); err != nil {
+		_ = release()
+		return nil, fmt.Errorf("open catalog %s: %w", path, err)
+	}
+	return c, nil
 }
 
 // Close releases the catalog; the bbolt file is closed when the last Catalog
@@ -134,9 +148,15 @@ func iterErr(err error) iter.Seq2[icetable.Identifier, error] {
 
 // fileIO returns the FileIO for a location with the catalog properties.
 func (c *Catalog) fileIO(ctx context.Context, loc string) (iceio.IO, error) {
+	if c.openIO != nil {
+		return c.openIO(ctx, loc)
+	}
 	return iceio.LoadFS(ctx, c.props, loc)
 }
 
 func (c *Catalog) fsFunc(loc string) icetable.FSysF {
+	if c.openIO != nil {
+		return func(ctx context.Context) (iceio.IO, error) { return c.openIO(ctx, loc) }
+	}
 	return iceio.LoadFSFunc(c.props, loc)
 }
