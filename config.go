@@ -80,12 +80,16 @@ func (c *common) register(fs *flag.FlagSet) {
 
 func (c *common) brokerPath() string { return filepath.Join(c.data, "broker.db") }
 
+// defaultDiskReserve is --disk-reserve's default: room for the queries to
+// drain a full broker's worth of batches into the warehouse.
+const defaultDiskReserve = 128 << 20
+
 // openBroker opens the broker, creating the data directory if needed.
-func (c *common) openBroker() (*broker.DB, error) {
+func (c *common) openBroker(opts broker.Options) (*broker.DB, error) {
 	if err := os.MkdirAll(c.data, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	return broker.Open(c.brokerPath(), broker.Options{})
+	return broker.Open(c.brokerPath(), opts)
 }
 
 // openBrokerExisting opens the broker only if it already exists, so that

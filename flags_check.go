@@ -94,6 +94,9 @@ func (f *pipelineFlags) check(withSource bool) error {
 	e.notNegative("refresh", f.refresh, "no marts")
 	e.notNegative("retention", f.retention, "keeping every record")
 	e.notNegative("dlq-retention", f.dlqRetention, "keeping every dead letter")
+	if f.diskReserve < 0 {
+		e.add("disk-reserve", "%d: want a number of bytes, or 0 for no reserve", f.diskReserve)
+	}
 	if f.maxSnapshots < 1 {
 		e.add("max-snapshots", "%d: want at least 1", f.maxSnapshots)
 	}

@@ -97,6 +97,9 @@ func (h *health) evaluate(o observation) healthState {
 		}
 	}
 	ingestDown := ""
+	if o.Ingest != nil && o.Ingest.Paused != "" {
+		reasons = append(reasons, "ingest paused: "+o.Ingest.Paused)
+	}
 	if o.Ingest != nil {
 		switch {
 		case o.Ingest.Connected:
@@ -125,6 +128,11 @@ func (h *health) queryReasons(q queryObs, o observation, now time.Time) (reasons
 	name := "query " + q.Name
 	if q.Error != "" {
 		return []string{name + ": " + q.Error}, true
+	}
+	if p := q.Paused; p != nil {
+		// Waiting on purpose, so not stalled: the watchdog stays fed.
+		return []string{fmt.Sprintf("%s paused for %s: storage full or unreachable (%d attempts; last error: %s)",
+			name, now.Sub(p.Since).Round(time.Second), p.Attempts, p.Err)}, false
 	}
 	last := q.Totals.LastAt
 	if last.IsZero() {

@@ -42,11 +42,13 @@ var (
 	mIngestBytes    = desc("ingest_received_bytes_total", "Event bytes received from the source.")
 	mIngestRecon    = desc("ingest_reconnects_total", "Connection attempts after the first.")
 	mIngestConn     = desc("ingest_connected", "1 while a stream response is open.")
+	mIngestPaused   = desc("ingest_paused", "1 while ingest is not reading the source because the broker cannot write (a full disk, the disk reserve).")
 	mIngestTooLarge = desc("ingest_frames_too_large_total", "SSE frames too large to read, skipped to the dead-letter topic.")
 	mIngestBadIDs   = desc("ingest_ids_refused_total", "SSE ids refused as a resume position (not a valid header value, or too long).")
 	mBrokerEnd      = desc("broker_end_offset", "Next offset of each partition.", "topic", "partition")
 	mBrokerRecords  = desc("broker_records", "Records each topic holds.", "topic")
 	mQueryLag       = desc("query_lag_records", "Source units a query has not committed yet.", "query")
+	mQueryPaused    = desc("query_paused", "1 while a query waits out storage that is full or unreachable, retrying.", "query")
 	mQueryLagSec    = desc("query_lag_seconds", "How long a query with a lag has not been caught up (0 when caught up).", "query")
 	mQueryBatch     = desc("query_last_batch_id", "Last committed batch id.", "query")
 	mQueryBatches   = desc("query_batches_total", "Batches committed since start.", "query")
@@ -93,6 +95,7 @@ func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(mIngestBytes, float64(in.Bytes))
 		counter(mIngestRecon, float64(in.Reconnects))
 		gauge(mIngestConn, b2f(in.Connected))
+		gauge(mIngestPaused, b2f(in.Paused != ""))
 		counter(mIngestTooLarge, float64(in.Oversized))
 		counter(mIngestBadIDs, float64(in.BadIDs))
 	}
@@ -104,6 +107,7 @@ func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, q := range o.Queries {
 		gauge(mQueryLag, float64(q.Lag), q.Name)
+		gauge(mQueryPaused, b2f(q.Paused != nil), q.Name)
 		gauge(mQueryLagSec, q.LagSeconds, q.Name)
 		gauge(mQueryBatch, float64(q.Batch), q.Name)
 		t := q.Totals

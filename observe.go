@@ -52,6 +52,7 @@ type ingestObs struct {
 	Position      string  `json:"position"`
 	Connected     bool    `json:"connected"`
 	LastError     string  `json:"last_error,omitempty"`
+	Paused        string  `json:"paused,omitempty"`
 	RatePerSecond float64 `json:"rate_per_s"`
 }
 
@@ -62,17 +63,18 @@ type topicObs struct {
 }
 
 type queryObs struct {
-	Name            string      `json:"name"`
-	QueryID         string      `json:"query_id"`
-	Batch           int64       `json:"batch"`
-	Lag             int64       `json:"lag"`
-	LagSeconds      float64     `json:"lag_s"`
-	Error           string      `json:"error,omitempty"`
-	IDChanges       int64       `json:"query_id_changes"`
-	PreviousQueryID string      `json:"previous_query_id,omitempty"`
-	LastBatchSecond float64     `json:"last_batch_s"`
-	LastCommitSec   float64     `json:"last_commit_s"`
-	Totals          queryTotals `json:"totals"`
+	Name            string        `json:"name"`
+	QueryID         string        `json:"query_id"`
+	Batch           int64         `json:"batch"`
+	Lag             int64         `json:"lag"`
+	LagSeconds      float64       `json:"lag_s"`
+	Error           string        `json:"error,omitempty"`
+	Paused          *stream.Pause `json:"paused,omitempty"`
+	IDChanges       int64         `json:"query_id_changes"`
+	PreviousQueryID string        `json:"previous_query_id,omitempty"`
+	LastBatchSecond float64       `json:"last_batch_s"`
+	LastCommitSec   float64       `json:"last_commit_s"`
+	Totals          queryTotals   `json:"totals"`
 }
 
 type tableObs struct {
@@ -148,7 +150,7 @@ func (p *pipeline) observe(ctx context.Context) observation {
 		p.tel.observeSeen(st.Seen)
 		o.Ingest = &ingestObs{Seen: st.Seen, Appended: st.Appended, DLQ: st.DLQ, Canary: st.Canary, Batches: st.Batches,
 			Bytes: st.Bytes, Reconnects: st.Reconnects, Oversized: st.Oversized, BadIDs: st.BadIDs, Position: st.Position,
-			Connected: st.Connected, LastError: st.LastError, RatePerSecond: p.tel.ingestRate()}
+			Connected: st.Connected, LastError: st.LastError, Paused: st.Paused, RatePerSecond: p.tel.ingestRate()}
 		o.Hops.SourceSeen = st.Seen
 	}
 	if topics, err := p.db.Topics(ctx); err == nil {
@@ -209,6 +211,9 @@ func (p *pipeline) observeQueries(ctx context.Context, now time.Time) []queryObs
 		p.mu.Unlock()
 		qo := queryObs{Name: n, QueryID: q.QueryID(), Batch: -1}
 		qo.IDChanges, qo.PreviousQueryID = q.IDChange()
+		if pause, ok := q.Paused(); ok {
+			qo.Paused = &pause
+		}
 		if lag, batch, err := q.CurrentLag(ctx); err != nil {
 			qo.Error = err.Error()
 		} else {

@@ -126,6 +126,9 @@ func (d *DB) commitLoop() {
 }
 
 func (d *DB) commitGroup(group []*appendReq) error {
+	if err := d.checkAppend(); err != nil {
+		return err
+	}
 	// bbolt keeps references to Put's value until the transaction commits,
 	// so each encoded record gets its own bytes, carved from large slabs
 	// that are reused by the next group once this one committed.

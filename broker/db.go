@@ -52,6 +52,11 @@ type Options struct {
 	// shared lock; no bucket is created and Append fails), for commands
 	// that only read.
 	ReadOnly bool
+	// DiskReserve refuses appends (ReserveError, transient) while the file
+	// system holding the file has less free space than this, so the space
+	// left lets the queries drain what is stored; 0: no reserve. Trims and
+	// deletes are never refused.
+	DiskReserve int64
 }
 
 // DB is the bbolt implementation of Log. It is safe for concurrent use.

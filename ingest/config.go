@@ -202,4 +202,8 @@ type Stats struct {
 	// empty while connected): a refused reply, a Retry-After, a stored
 	// position that cannot be sent.
 	LastError string
+	// Paused says why ingest is not reading the source ("" when it is):
+	// the broker refuses appends for a while (a full disk, the disk
+	// reserve), and ingest retries them with backoff.
+	Paused string
 }

@@ -25,4 +25,10 @@
 // can be stored twice: the guarantee of this hop is at-least-once, and
 // duplicates of meta.id come only from the resume window (silver removes
 // them).
+//
+// When the broker refuses a batch transiently (a full disk, its disk
+// reserve), ingest retries that batch with backoff and, with its buffer
+// full, stops reading the source meanwhile: back-pressure, not loss
+// (Stats.Paused says so). Stopped during such a pause, it leaves the stored
+// position where the stored events end.
 package ingest

@@ -14,6 +14,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/internal/fault"
+	"lakehouse/internal/transient"
 )
 
 var (
@@ -34,7 +35,8 @@ type Ingester struct {
 	seen, appended, dlq, canary, batches, bytes, reconnects atomic.Int64
 	oversized, badIDs                                       atomic.Int64
 	connected                                               atomic.Bool
-	position, lastError                                     atomic.Pointer[string]
+	position, lastError, pauseErr                           atomic.Pointer[string]
+	pausedSince                                             atomic.Pointer[time.Time] // while the broker refuses appends transiently
 	running                                                 atomic.Bool
 	since                                                   time.Time           // the first connection's since, when no position is stored (set by Run)
 	buffered                                                *semaphore.Weighted // event bytes between the stream and the broker
@@ -114,7 +116,21 @@ func (in *Ingester) Stats() Stats {
 		Position:   *in.position.Load(),
 		Connected:  in.connected.Load(),
 		LastError:  *in.lastError.Load(),
+		Paused:     in.pauseText(),
 	}
+}
+
+// pauseText says why ingest is paused ("" when it is not).
+func (in *Ingester) pauseText() string {
+	since := in.pausedSince.Load()
+	if since == nil {
+		return ""
+	}
+	e := ""
+	if p := in.pauseErr.Load(); p != nil {
+		e = *p
+	}
+	return fmt.Sprintf("the broker cannot write for %s: %s", time.Since(*since).Round(time.Second), e)
 }
 
 // Run ingests with a fresh Ingester: see (*Ingester).Run.
@@ -209,11 +225,14 @@ func (in *Ingester) Run(ctx context.Context) error {
 		failed := false
 		for b := range batches {
 			if failed {
+				in.buffered.Release(b.weight)
 				continue
 			}
-			if err := in.append(actx, b); err != nil {
+			if err := in.store(ctx, actx, b); err != nil {
 				failed = true
-				fail(err)
+				if err != errStoppedWhilePaused {
+					fail(err)
+				}
 			}
 		}
 	}()
@@ -367,8 +386,65 @@ func (in *Ingester) batch(ordered <-chan *chunk, out chan<- pending) {
 // append stores one batch. A batch of canaries only is not appended: the
 // position it would store is not needed for correctness (re-reading canaries
 // only skips them again).
-func (in *Ingester) append(ctx context.Context, p pending) error {
+// errStoppedWhilePaused ends the appender when the ingester is stopped
+// while the broker cannot write: the batches not stored are read from the
+// source again on the next start (the stored position is theirs).
+var errStoppedWhilePaused = errors.New("stopped while the broker could not write")
+
+// store appends one batch, retrying it for as long as the broker's error is
+// transient (a full disk, the disk reserve): meanwhile the buffer between
+// the stream and the broker fills and the stream stops being read, which
+// is the back-pressure on the source. Nothing is lost or duplicated: the
+// batch carries its own resume position, and stopping during a pause
+// leaves the stored position where the stored events end. runCtx ends the
+// retries; appendCtx outlives it so that the last batch is still stored on
+// shutdown.
+func (in *Ingester) store(runCtx, appendCtx context.Context, p pending) error {
 	defer in.buffered.Release(p.weight)
+	for attempt := 1; ; attempt++ {
+		err := in.append(appendCtx, p)
+		if err == nil {
+			in.resumed()
+			return nil
+		}
+		if !transient.Is(err) {
+			return err
+		}
+		wait := transient.Backoff(attempt)
+		in.paused(err, attempt, wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-runCtx.Done():
+			t.Stop()
+			in.cfg.Logger.Warn("ingest: stopped while the broker could not write; the events not stored are read from the source again on the next start",
+				"source", in.cfg.Source, "position", *in.position.Load(), "err", err)
+			return errStoppedWhilePaused
+		case <-t.C:
+		}
+	}
+}
+
+// paused records (and logs) that the broker refused a batch transiently.
+func (in *Ingester) paused(err error, attempt int, wait time.Duration) {
+	in.pausedSince.CompareAndSwap(nil, ptr(time.Now()))
+	s := errorText(err)
+	in.pauseErr.Store(&s)
+	in.cfg.Logger.Warn("ingest paused: the broker cannot write; not reading the source until it can",
+		"source", in.cfg.Source, "attempt", attempt, "paused_for", time.Since(*in.pausedSince.Load()).Round(time.Second),
+		"retry_in", wait.Round(100*time.Millisecond), "err", err)
+}
+
+// resumed ends a pause after a stored batch.
+func (in *Ingester) resumed() {
+	if since := in.pausedSince.Swap(nil); since != nil {
+		in.cfg.Logger.Info("ingest resumed: the broker writes again", "source", in.cfg.Source,
+			"paused_for", time.Since(*since).Round(time.Second))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (in *Ingester) append(ctx context.Context, p pending) error {
 	if len(p.b.Records) == 0 {
 		in.canary.Add(p.canaries)
 		return nil

@@ -25,6 +25,11 @@
 // Either way a query-id change is logged at error level and counted in the
 // progress rows.
 //
+// Storage that is full or unreachable (a transient error, see package
+// internal/transient) pauses a query instead of stopping it: Run waits with
+// backoff and recovers from the checkpoint again, the same path as a
+// restart, so the same guarantees hold; Paused reports the pause meanwhile.
+//
 // The sink's marker is keyed by the query name (Batch.Query), not by the
 // run's query id, so it can be found after a checkpoint loss; batch ids stay
 // monotonic per name across query ids. While a backlog drains, the next

@@ -5,7 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"lakehouse/internal/fault"
 )
+
+// FailCheckpointWrite is the failure point tests arm to make every
+// checkpoint file write fail (as a full disk would) before it starts.
+const FailCheckpointWrite = "stream.checkpoint-write"
 
 // tempPrefix marks files being written; OpenCheckpoint removes leftovers.
 const tempPrefix = ".tmp-"
@@ -14,6 +20,9 @@ const tempPrefix = ".tmp-"
 // either holds the old content (or is absent) or all of data: temp file in
 // the same directory, fsync, rename, fsync of the directory.
 func writeDurable(dir, name string, data []byte) error {
+	if err := fault.Err(FailCheckpointWrite); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
 	f, err := os.CreateTemp(dir, tempPrefix+name+"-*")
 	if err != nil {
 		return fmt.Errorf("create temp file: %w", err)

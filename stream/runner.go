@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"lakehouse/internal/fault"
+	"lakehouse/internal/transient"
 )
 
 // Fault hooks of the batch protocol (the table adds table.after-data-files
@@ -44,6 +45,8 @@ type Query struct {
 	previousID  string
 	unflushed   []Progress
 	lastFlushed time.Time
+
+	pause *Pause // while paused on a transient error (under mu)
 
 	pre    *prefetch // reading the batch after the current one
 	ready  *prefetch // the planned batch's input, already read
@@ -98,9 +101,15 @@ func (q *Query) IDChange() (int64, string) {
 // Run recovers the query's position and runs batches until ctx is done. It
 // returns nil when ctx ends, after finishing or abandoning the current batch
 // (an abandoned batch re-runs with the same id and range on the next Run).
-// Any other error stops the query; the checkpoint stays consistent.
+// A transient error (storage full or unreachable, see package transient)
+// pauses the query: it waits with backoff, then recovers from its durable
+// position and goes on, as after a restart (Paused says so meanwhile). Any
+// other error stops the query; the checkpoint stays consistent.
 func (q *Query) Run(ctx context.Context) error {
 	err := q.run(ctx)
+	for ctx.Err() == nil && transient.Is(err) && q.paused(ctx, err) {
+		err = q.run(ctx)
+	}
 	if errors.Is(err, ErrCorruptCheckpoint) && q.cfg.OnCheckpointLoss == RebuildFromTable {
 		err = fmt.Errorf("%w; to recover, stop the appliance and move the query's checkpoint %s away: the query then continues from its table's marker, with no duplicates (--checkpoint-loss rebuild)", err, q.cp.Dir)
 	}
@@ -165,6 +174,7 @@ func (q *Query) run(ctx context.Context) error {
 			return err
 		}
 		if !ok {
+			q.resumed()
 			wctx, cancel := context.WithTimeout(ctx, q.cfg.ProgressInterval)
 			err := q.src.Wait(wctx, next.End)
 			cancel()
@@ -179,6 +189,7 @@ func (q *Query) run(ctx context.Context) error {
 		if err := q.runBatch(ctx, e, false); err != nil {
 			return err
 		}
+		q.resumed()
 		next = e
 	}
 }

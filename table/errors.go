@@ -46,8 +46,18 @@ var (
 	// iceberg-go v0.7.0's partitioned writer can drop a failed partition
 	// writer's error (the writer removes itself from the factory before
 	// closeAll collects errors), so every write and compaction is checked.
-	ErrLostWrite = errors.New("data file writer lost rows without an error")
+	// The error it dropped is a failed file write, so ErrLostWrite is
+	// transient (package transient): a caller pauses and retries, as for
+	// the write error itself.
+	ErrLostWrite error = &transientError{"data file writer lost rows without an error"}
 
 	// ErrInvalidBatch means a Batch lacks a query id or has a negative id.
 	ErrInvalidBatch = errors.New("invalid batch")
 )
+
+// transientError is a sentinel error that package transient counts as
+// transient.
+type transientError struct{ msg string }
+
+func (e *transientError) Error() string   { return e.msg }
+func (e *transientError) Transient() bool { return true }

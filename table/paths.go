@@ -9,7 +9,14 @@ import (
 	"strings"
 
 	iceio "github.com/apache/iceberg-go/io"
+
+	"lakehouse/internal/fault"
 )
+
+// FailWrite is the failure point tests arm to make every file the lake
+// creates on local disk fail to be written (as a full disk would): data
+// files, manifests and metadata files.
+const FailWrite = "table.write"
 
 // ErrOutsideWarehouse means a path a table's metadata names is not inside
 // the lake's warehouse directory (nor under the root the lake was created
@@ -87,6 +94,9 @@ func (r *rootedFS) Create(name string) (iceio.FileWriter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := fault.Err(FailWrite); err != nil {
+		return nil, &fs.PathError{Op: "create", Path: p, Err: err}
+	}
 	return r.fs.Create(p)
 }
 
@@ -94,6 +104,9 @@ func (r *rootedFS) WriteFile(name string, content []byte) error {
 	p, err := r.resolve(name)
 	if err != nil {
 		return err
+	}
+	if err := fault.Err(FailWrite); err != nil {
+		return &fs.PathError{Op: "write", Path: p, Err: err}
 	}
 	return r.fs.WriteFile(p, content)
 }

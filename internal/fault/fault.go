@@ -8,7 +8,13 @@
 // deferred function, no flush, no graceful anything, exactly as a power cut or
 // the OOM killer would.
 //
-// Only main.go (and test binaries) arm hooks; library code only calls Hit.
+// Failure points are the other kind: Err(name) returns the error an
+// in-process test armed there with ArmErr (a full disk, a store that cannot
+// be reached), so the test can show the caller pauses and resumes instead
+// of stopping. They are never armed outside tests.
+//
+// Only main.go (and test binaries) arm hooks; library code only calls Hit
+// and Err.
 package fault
 
 import (
@@ -68,12 +74,43 @@ func ArmFunc(name string, skip int, act func(name string)) {
 	armed.Store(true)
 }
 
-// Disarm removes every armed hook.
+// Disarm removes every armed hook and failure point.
 func Disarm() {
 	mu.Lock()
 	defer mu.Unlock()
 	hooks = map[string]*hook{}
 	armed.Store(false)
+	failures = map[string]func() error{}
+	failArmed.Store(false)
+}
+
+var (
+	failArmed atomic.Bool
+	failures  = map[string]func() error{}
+)
+
+// ArmErr makes Err(name) return fn's result (nil lets the call through)
+// until Disarm. For in-process tests.
+func ArmErr(name string, fn func() error) {
+	mu.Lock()
+	defer mu.Unlock()
+	failures[name] = fn
+	failArmed.Store(true)
+}
+
+// Err returns the error armed at the failure point name, or nil. It costs
+// one atomic load when nothing is armed.
+func Err(name string) error {
+	if !failArmed.Load() {
+		return nil
+	}
+	mu.Lock()
+	fn := failures[name]
+	mu.Unlock()
+	if fn == nil {
+		return nil
+	}
+	return fn()
 }
 
 // Hit marks that execution reached the named point. If the hook is armed and

@@ -1,6 +1,9 @@
 package fault
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 func TestArmSkipAndDisarm(t *testing.T) {
 	name := Register("test.point", "a point used by this test")
@@ -29,5 +32,34 @@ func TestArmSkipAndDisarm(t *testing.T) {
 	}
 	if Marker(name) != "FAULT test.point" {
 		t.Fatalf("Marker: got %q", Marker(name))
+	}
+}
+
+func TestArmErr(t *testing.T) {
+	defer Disarm()
+	if err := Err("test.fail"); err != nil {
+		t.Fatalf("nothing armed: %v", err)
+	}
+	boom := errors.New("boom")
+	calls := 0
+	ArmErr("test.fail", func() error {
+		calls++
+		if calls == 2 {
+			return nil
+		}
+		return boom
+	})
+	if err := Err("test.fail"); !errors.Is(err, boom) {
+		t.Fatalf("armed: %v", err)
+	}
+	if err := Err("test.fail"); err != nil {
+		t.Fatalf("fn let the second call through: %v", err)
+	}
+	if err := Err("test.other"); err != nil {
+		t.Fatalf("another name: %v", err)
+	}
+	Disarm()
+	if err := Err("test.fail"); err != nil || calls != 2 {
+		t.Fatalf("after Disarm: %v (calls %d)", err, calls)
 	}
 }

@@ -17,7 +17,14 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	icetable "github.com/apache/iceberg-go/table"
 	bolt "go.etcd.io/bbolt"
+
+	"lakehouse/internal/fault"
 )
+
+// FailSwap is the failure point tests arm to make a commit fail where it
+// would swap the pointer (as a full disk failing bbolt's write would),
+// after the new metadata file was written.
+const FailSwap = "catalog.swap"
 
 // tableEntry is the value stored per table: the pointer the commit swaps.
 type tableEntry struct {
@@ -302,6 +309,10 @@ func (c *Catalog) CommitTable(ctx context.Context, ident icetable.Identifier,
 	if err := c.beforeSwap(); err != nil {
 		c.removeQuietly(ctx, newLoc)
 		return nil, "", fmt.Errorf("commit table %s: %w", identString(ident), err)
+	}
+	if err := fault.Err(FailSwap); err != nil {
+		c.removeQuietly(ctx, newLoc)
+		return nil, "", fmt.Errorf("commit table %s: swap pointer: %w", identString(ident), err)
 	}
 	ns := icecat.NamespaceFromIdent(ident)
 	err = c.update(ctx, func(tx *bolt.Tx) error {
