@@ -281,3 +281,81 @@ func runFor(t *testing.T, dir, want string) {
 		t.Fatalf("inconclusive: the appliance never logged %q:\n%s", want, out.String())
 	}
 }
+
+// TestCorruptSilverStateRebuiltFromTable: silver's newest dedup state file
+// garbled between two runs: the next run logs that it rebuilds the state
+// from silver.edits (naming the state directory) and goes on; resends of
+// events already in silver are still dropped as duplicates, and verify is
+// clean (no duplicated id, none missing).
+func TestCorruptSilverStateRebuiltFromTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	events := ingest.Generate(41, 300).Events
+	appendEvents(t, dir, events[:200]) // relocate_test.go
+	runDrained(t, dir, 200, false)
+	state := newestEntry(t, filepath.Join(dir, "checkpoints", "silver", "state"))
+	data, err := os.ReadFile(state)
+	must(t, err)
+	data[len(data)/2] ^= 0xFF
+	must(t, os.WriteFile(state, data, 0o644))
+
+	appendEvents(t, dir, append(append([][]byte{}, events[100:200]...), events[200:]...)) // resends, then new
+	log := runDrainedLogging(t, dir, 200, false, true)
+	for _, want := range []string{"SILVER DEDUP STATE CORRUPT: rebuilding it from silver.edits", filepath.Join(dir, "checkpoints", "silver", "state"), "SILVER DEDUP STATE LOST: rebuilt from silver.edits"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("inconclusive: the run does not say %q:\n%s", want, log)
+		}
+	}
+	out, err := selfCommand("verify", "--data", dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "bronze 400 rows, 400 distinct offsets") {
+		t.Fatalf("verify after the rebuild: %v\n%s", err, out)
+	}
+}
+
+// TestCorruptSessionsStateSaysHowToRecover: a garbled sessions state file
+// stops the sessions query with the checkpoint named and the way out
+// (moving it away), and that way works.
+func TestCorruptSessionsStateSaysHowToRecover(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	events := ingest.Generate(43, 300).Events
+	appendEvents(t, dir, events[:200])
+	runDrained(t, dir, 200, false)
+	cp := filepath.Join(dir, "checkpoints", "sessions")
+	state := newestEntry(t, filepath.Join(cp, "state"))
+	data, err := os.ReadFile(state)
+	must(t, err)
+	data[len(data)/2] ^= 0xFF
+	must(t, os.WriteFile(state, data, 0o644))
+	appendEvents(t, dir, events[200:])
+	out, err := selfCommand("run", "--data", dir, "--no-ingest", "--http", "off", "--refresh", "0", "--sessions-trigger", "0").CombinedOutput()
+	if err == nil {
+		t.Fatalf("run exited 0 with a garbled sessions state:\n%s", out)
+	}
+	for _, want := range []string{"corrupt session state", "move the query's checkpoint " + cp + " away"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the error does not say %q:\n%s", want, out)
+		}
+	}
+	must(t, os.Rename(cp, filepath.Join(t.TempDir(), "sessions-checkpoint")))
+	runFor(t, dir, "appliance started: every query recovered its position")
+	out, err = selfCommand("verify", "--data", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("verify after the recovery step: %v\n%s", err, out)
+	}
+}
+
+// newestEntry is the highest-numbered file in a checkpoint directory.
+func newestEntry(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	must(t, err)
+	best := int64(-1)
+	for _, e := range entries {
+		if n, err := strconv.ParseInt(e.Name(), 10, 64); err == nil && n > best {
+			best = n
+		}
+	}
+	if best < 0 {
+		t.Fatalf("inconclusive: no entry in %s", dir)
+	}
+	return filepath.Join(dir, strconv.FormatInt(best, 10))
+}

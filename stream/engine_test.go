@@ -379,7 +379,7 @@ func (c *countingProc) Process(ctx context.Context, b Batch, in []arrow.RecordBa
 	return in, nil
 }
 
-func (c *countingProc) LoadState(version int64, data []byte) error {
+func (c *countingProc) LoadState(_ context.Context, version int64, data []byte) error {
 	c.loaded = append(c.loaded, version)
 	c.seen = 0
 	if data != nil {

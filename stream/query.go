@@ -68,7 +68,7 @@ type Processor interface {
 // before the commit entry, so a re-run of N starts from N-1 again.
 type StatefulProcessor interface {
 	Processor
-	LoadState(version int64, data []byte) error
+	LoadState(ctx context.Context, version int64, data []byte) error
 	SaveState() ([]byte, error)
 }
 

@@ -390,7 +390,7 @@ func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error 
 				release(in)
 				return fmt.Errorf("run batch %d: %w", b.ID, err)
 			}
-			if err := sp.LoadState(b.ID-1, data); err != nil {
+			if err := sp.LoadState(ctx, b.ID-1, data); err != nil {
 				release(in)
 				return fmt.Errorf("run batch %d: load state: %w", b.ID, err)
 			}

@@ -108,7 +108,7 @@ func (h *harness) run(p *Processor, replay int64, edits []edit) ([]sessionRow, i
 	if err != nil && id > 0 {
 		h.t.Fatalf("load state %d: %v", id-1, err)
 	}
-	if err := p.LoadState(id-1, data); err != nil {
+	if err := p.LoadState(ctx, id-1, data); err != nil {
 		h.t.Fatal(err)
 	}
 	out, err := p.Process(ctx, b, []arrow.RecordBatch{silverRecord(h.t, edits)})

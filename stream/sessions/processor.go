@@ -92,7 +92,7 @@ func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessa
 
 // LoadState makes the state version (after batch version); data is that
 // version's saved bytes, nil if there is none.
-func (p *Processor) LoadState(version int64, data []byte) error {
+func (p *Processor) LoadState(_ context.Context, version int64, data []byte) error {
 	return p.ensure(version, data)
 }
 

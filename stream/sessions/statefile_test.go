@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -132,10 +133,10 @@ func TestCorruptStateRefused(t *testing.T) {
 	p := NewProcessor(Config{Logger: quietLogger()}, h.cp)
 	bad := slices.Clone(delta)
 	bad[len(bad)/2] ^= 0x10
-	if err := p.LoadState(1, bad); !errors.Is(err, ErrCorruptState) {
+	if err := p.LoadState(context.Background(), 1, bad); !errors.Is(err, ErrCorruptState) {
 		t.Errorf("processor loading a flipped delta: got %v, want ErrCorruptState", err)
 	}
-	if err := p.LoadState(50, nil); err != nil || p.OpenSessions() != 0 {
+	if err := p.LoadState(context.Background(), 50, nil); err != nil || p.OpenSessions() != 0 {
 		t.Errorf("processor loading a lost version: got %v with %d sessions, want an empty state", err, p.OpenSessions())
 	}
 }

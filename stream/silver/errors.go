@@ -1,7 +1,7 @@
 package silver
 
 import (
-	"errors"
+	"fmt"
 
 	"lakehouse/stream"
 )
@@ -9,8 +9,10 @@ import (
 // Errors returned by the package. Match them with errors.Is.
 var (
 	// ErrCorruptState: a saved state version cannot be decoded, or a delta
-	// chain is broken (a delta whose base version is missing).
-	ErrCorruptState = errors.New("silver: corrupt dedup state")
+	// chain is broken (a delta whose base version is missing). A query
+	// with its lake rebuilds such a state from silver.edits; otherwise it
+	// is a stream.ErrCorruptCheckpoint, whose error says how to recover.
+	ErrCorruptState = fmt.Errorf("silver: corrupt dedup state: %w", stream.ErrCorruptCheckpoint)
 	// ErrBadMeta: a batch's offset-entry metadata (its watermark) cannot be
 	// decoded.
 	ErrBadMeta = stream.ErrBadMeta

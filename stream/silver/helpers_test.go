@@ -106,7 +106,7 @@ func (h *harness) run(p *Processor, replay int64, values ...[]byte) batchResult 
 	if err != nil && id > 0 {
 		h.t.Fatalf("load state %d: %v", id-1, err)
 	}
-	if err := p.LoadState(id-1, data); err != nil {
+	if err := p.LoadState(ctx, id-1, data); err != nil {
 		h.t.Fatal(err)
 	}
 	rec := bronzeRecord(h.t, h.off, values...)

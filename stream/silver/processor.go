@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -63,13 +64,26 @@ func (p *Processor) load() loader {
 
 // ensure makes the in-memory state version v, rebuilding it from the
 // checkpoint if it is another version.
-func (p *Processor) ensure(v int64, data []byte) error {
+//
+// A version the checkpoint does not have (a lost checkpoint), or holds
+// corrupt (a bad file, a broken delta chain), is rebuilt from silver.edits
+// when the processor knows the lake: the table is the source of truth for
+// what silver holds. Without the lake a lost state starts empty (logged)
+// and a corrupt one is an error naming the state directory.
+func (p *Processor) ensure(ctx context.Context, v int64, data []byte) error {
 	if p.st != nil && p.st.version == v {
 		return nil
 	}
 	st, err := rebuild(v, data, p.load(), p.cfg.WatermarkDelay)
-	if errors.Is(err, stream.ErrNoEntry) {
-		st, err = p.lostState(v, err)
+	switch {
+	case errors.Is(err, stream.ErrNoEntry):
+		st, err = p.lostState(ctx, v, err)
+	case errors.Is(err, ErrCorruptState) && p.lake != nil:
+		p.cfg.Logger.Error("SILVER DEDUP STATE CORRUPT: rebuilding it from silver.edits; the corrupt files stay for inspection",
+			"version", v, "state_dir", p.stateDir(), "err", err)
+		st, err = p.lostState(ctx, v, err)
+	case errors.Is(err, ErrCorruptState):
+		err = fmt.Errorf("%w (in %s)", err, p.stateDir())
 	}
 	if err != nil {
 		return err
@@ -78,17 +92,26 @@ func (p *Processor) ensure(v int64, data []byte) error {
 	return nil
 }
 
+// stateDir is where the checkpoint keeps the state versions ("" without
+// a checkpoint).
+func (p *Processor) stateDir() string {
+	if p.cp == nil {
+		return ""
+	}
+	return filepath.Join(p.cp.Dir, "state")
+}
+
 // lostState replaces state version v when the checkpoint does not have it
 // (the checkpoint was lost and the query continues from the table's
 // marker): rebuilt from silver.edits when the processor knows the lake,
 // otherwise empty.
-func (p *Processor) lostState(v int64, cause error) (*state, error) {
+func (p *Processor) lostState(ctx context.Context, v int64, cause error) (*state, error) {
 	if p.lake == nil {
 		p.cfg.Logger.Error("SILVER DEDUP STATE LOST: starting with an empty state; resends of events already in silver will be written again",
 			"version", v, "err", cause)
 		return newState(v), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RecoverTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.RecoverTimeout)
 	defer cancel()
 	st, err := stateFromTable(ctx, p.lake, p.query, v, p.cfg.WatermarkDelay)
 	if err != nil {
@@ -102,7 +125,7 @@ func (p *Processor) lostState(v int64, cause error) (*state, error) {
 // PlanMeta fixes batch b's watermark: the newest event time of the batches
 // before it minus WatermarkDelay, never below the previous watermark.
 func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessage, error) {
-	if err := p.ensure(b.ID-1, nil); err != nil {
+	if err := p.ensure(ctx, b.ID-1, nil); err != nil {
 		return nil, fmt.Errorf("plan silver batch %d: %w", b.ID, err)
 	}
 	raw, err := stream.PlanEventTimeMeta(p.st.watermark, p.st.maxEvent, p.cfg.WatermarkDelay, p.now())
@@ -114,8 +137,8 @@ func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessa
 
 // LoadState makes the state version (the state after batch version); data
 // is that version's saved bytes, nil if there is none.
-func (p *Processor) LoadState(version int64, data []byte) error {
-	return p.ensure(version, data)
+func (p *Processor) LoadState(ctx context.Context, version int64, data []byte) error {
+	return p.ensure(ctx, version, data)
 }
 
 // SaveState returns the state after the last processed batch: a delta of
@@ -176,7 +199,7 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 		return nil, fmt.Errorf("process silver batch %d: %w", b.ID, err)
 	}
 	if p.st == nil || p.st.version != b.ID-1 {
-		if err := p.ensure(b.ID-1, nil); err != nil {
+		if err := p.ensure(ctx, b.ID-1, nil); err != nil {
 			return nil, fmt.Errorf("process silver batch %d: %w", b.ID, err)
 		}
 	}
