@@ -359,3 +359,67 @@ func newestEntry(t *testing.T, dir string) string {
 	}
 	return filepath.Join(dir, strconv.FormatInt(best, 10))
 }
+
+// TestDamagedMetadataFileRefused: bronze's current metadata.json cut short
+// (or deleted): every command that reads the lake (run, verify, query)
+// exits non-zero naming the file and the way out (restore it from a
+// backup), without a panic and without changing any file.
+func TestDamagedMetadataFileRefused(t *testing.T) {
+	src := t.TempDir()
+	makeSmallLake(t, src)
+	metaDir := filepath.Join("warehouse", "bronze.db", "recentchange", "metadata")
+	for _, damage := range []string{"truncated", "deleted"} {
+		for _, cmd := range [][]string{
+			{"run", "--no-ingest", "--http", "off"},
+			{"verify"},
+			{"query", "SELECT count(*) FROM bronze.recentchange"},
+		} {
+			t.Run(damage+"/"+cmd[0], func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "data")
+				copyDir(t, src, dir)
+				current := newestMetadataFile(t, filepath.Join(dir, metaDir))
+				if damage == "deleted" {
+					must(t, os.Remove(current))
+				} else {
+					must(t, os.Truncate(current, 100))
+				}
+				before := hashTree(t, dir)
+				out, err := selfCommand(append([]string{cmd[0], "--data", dir}, cmd[1:]...)...).CombinedOutput()
+				if err == nil {
+					t.Fatalf("%v exited 0 with bronze's metadata %s:\n%s", cmd, damage, out)
+				}
+				for _, bad := range []string{"panic:", "fatal error", "goroutine "} {
+					if strings.Contains(string(out), bad) {
+						t.Fatalf("%v crashed (%q):\n%s", cmd, bad, out)
+					}
+				}
+				for _, want := range []string{current, "restore that file"} {
+					if !strings.Contains(string(out), want) {
+						t.Errorf("%v does not say %q:\n%s", cmd, want, out)
+					}
+				}
+				if d := diffTrees(before, hashTree(t, dir)); d != "" {
+					t.Errorf("%v changed the data directory:\n%s", cmd, d)
+				}
+			})
+		}
+	}
+}
+
+// newestMetadataFile is the metadata file with the highest version in dir.
+func newestMetadataFile(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	must(t, err)
+	best, bestV := "", -1
+	for _, e := range entries {
+		v, err := strconv.Atoi(strings.SplitN(e.Name(), "-", 2)[0])
+		if err == nil && strings.HasSuffix(e.Name(), ".metadata.json") && v > bestV {
+			best, bestV = filepath.Join(dir, e.Name()), v
+		}
+	}
+	if best == "" {
+		t.Fatalf("inconclusive: no metadata file in %s", dir)
+	}
+	return best
+}

@@ -22,7 +22,7 @@ import (
 const (
 	DefaultMaxRecordBytes = 1 << 20 // 1 MiB of key + value
 	DefaultMaxGroupBytes  = 32 << 20
-	DefaultOpenTimeout    = 2 * time.Second
+	DefaultOpenTimeout    = boltfile.LockTimeout
 )
 
 // formatValue identifies a broker database; Open refuses bbolt files without it.

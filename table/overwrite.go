@@ -50,7 +50,7 @@ func (l *Lake) Overwrite(ctx context.Context, ident string, schema *arrow.Schema
 	unlock := l.lockTable(ident)
 	defer unlock()
 	for attempt := 0; ; attempt++ {
-		if tbl, err = l.cat.LoadTable(ctx, id); err != nil {
+		if tbl, err = l.loadID(ctx, id); err != nil {
 			return fmt.Errorf("overwrite %s: reload: %w", ident, err)
 		}
 		err := replaceAll(ctx, tbl, added, props)
@@ -112,7 +112,7 @@ func sameColumns(a, b *arrow.Schema) bool {
 }
 
 func (l *Lake) tableForOverwrite(ctx context.Context, id icetable.Identifier, ident string, sc *iceberg.Schema) (*icetable.Table, error) {
-	tbl, err := l.cat.LoadTable(ctx, id)
+	tbl, err := l.loadID(ctx, id)
 	if err == nil {
 		if st, want := tbl.Schema().AsStruct(), sc.AsStruct(); st.Equals(&want) {
 			return tbl, nil
@@ -126,7 +126,7 @@ func (l *Lake) tableForOverwrite(ctx context.Context, id icetable.Identifier, id
 	if err := l.ensureTable(ctx, ident, sc, iceberg.UnpartitionedSpec, nil); err != nil {
 		return nil, fmt.Errorf("overwrite %s: %w", ident, err)
 	}
-	tbl, err = l.cat.LoadTable(ctx, id)
+	tbl, err = l.loadID(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("overwrite %s: %w", ident, err)
 	}

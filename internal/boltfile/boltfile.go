@@ -28,6 +28,12 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
+// LockTimeout is how long the appliance's bbolt files (broker.db,
+// catalog.db) wait for another process's file lock before saying that
+// process holds it (most often: the appliance is running on the same data
+// directory). One figure for both, so a command gives up on both at once.
+const LockTimeout = 5 * time.Second
+
 // ErrDamaged: the file is not a healthy bbolt database.
 var ErrDamaged = errors.New("damaged bbolt file")
 

@@ -14,6 +14,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	icetable "github.com/apache/iceberg-go/table"
 	bolt "go.etcd.io/bbolt"
+
+	"lakehouse/internal/boltfile"
 )
 
 // Type is the catalog type this package reports.
@@ -21,7 +23,7 @@ const Type icecat.Type = "bbolt"
 
 // DefaultLockTimeout is how long Open waits for another process's lock on
 // catalog.db before failing.
-const DefaultLockTimeout = 10 * time.Second
+const DefaultLockTimeout = boltfile.LockTimeout
 
 // Options configure Open.
 type Options struct {

@@ -95,6 +95,12 @@ func (c *Catalog) ListTables(ctx context.Context, ns icetable.Identifier) iter.S
 	}
 }
 
+// MetadataLocation returns where ident's current metadata file is, as the
+// catalog's pointer names it.
+func (c *Catalog) MetadataLocation(ctx context.Context, ident icetable.Identifier) (string, error) {
+	return c.pointer(ctx, ident)
+}
+
 // pointer reads the current metadata location of ident.
 func (c *Catalog) pointer(ctx context.Context, ident icetable.Identifier) (string, error) {
 	var loc string
