@@ -52,6 +52,7 @@ type pipelineFlags struct {
 	retention      time.Duration
 	dlqRetention   time.Duration
 	diskReserve    int64
+	opsRetention   time.Duration
 	maxSnapshots   int
 	keepSnapshots  int
 	// maintainEvery and compactEvery override the marts' maintenance
@@ -105,6 +106,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noIngest, "no-ingest", false, "run the streams and marts only (no SSE client)")
 	fs.DurationVar(&f.retention, "retention", 7*24*time.Hour, "broker retention: trim recentchange records older than this, never past what bronze has committed (0: keep everything)")
 	fs.DurationVar(&f.dlqRetention, "dlq-retention", 30*24*time.Hour, "trim dead-letter records older than this (0: keep everything)")
+	fs.DurationVar(&f.opsRetention, "ops-retention", 7*24*time.Hour, "delete rows of the ops tables (ops.stream_progress, ops.runs, ops.asset_checks) older than this, hourly (0: keep everything)")
 	fs.Int64Var(&f.diskReserve, "disk-reserve", defaultDiskReserve, "bytes kept free on the data directory's file system: below this, ingest stops storing (and reading) new events, so the queries can still drain what is stored; it resumes by itself once space is freed (0: no reserve)")
 	fs.IntVar(&f.maxSnapshots, "max-snapshots", marts.DefaultMaxSnapshots, "a table holding more snapshots than this is expired down to --keep-snapshots (never past what a downstream query has not read)")
 	fs.IntVar(&f.keepSnapshots, "keep-snapshots", marts.DefaultKeepSnapshots, "snapshots each table keeps after expiry")

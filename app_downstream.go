@@ -55,6 +55,7 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	m := marts.New(p.lake, p.db, marts.Config{
 		RefreshEvery:  refresh,
 		MaintainEvery: p.flags.maintainEvery,
+		OpsRetention:  p.flags.opsRetention,
 		CompactEvery:  p.flags.compactEvery,
 		MaxSnapshots:  p.flags.maxSnapshots,
 		KeepSnapshots: p.flags.keepSnapshots,

@@ -94,6 +94,7 @@ func (f *pipelineFlags) check(withSource bool) error {
 	e.notNegative("refresh", f.refresh, "no marts")
 	e.notNegative("retention", f.retention, "keeping every record")
 	e.notNegative("dlq-retention", f.dlqRetention, "keeping every dead letter")
+	e.notNegative("ops-retention", f.opsRetention, "keeping every ops row")
 	if f.diskReserve < 0 {
 		e.add("disk-reserve", "%d: want a number of bytes, or 0 for no reserve", f.diskReserve)
 	}

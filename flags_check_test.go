@@ -41,6 +41,7 @@ func TestBadFlagsRefusedBeforeDataDir(t *testing.T) {
 		{"run", []string{"--refresh", "-1m"}, "--refresh"},
 		{"run", []string{"--retention", "-1h"}, "--retention"},
 		{"run", []string{"--disk-reserve", "-1"}, "--disk-reserve"},
+		{"run", []string{"--ops-retention", "-1h"}, "--ops-retention"},
 		{"run", []string{"--max-snapshots", "0"}, "--max-snapshots"},
 		{"run", []string{"--keep-snapshots", "30"}, "--keep-snapshots"}, // above --max-snapshots 25
 		{"run", []string{"--source", ""}, "--source"},
@@ -88,7 +89,7 @@ func TestDefaultFlagsPass(t *testing.T) {
 		t.Errorf("run's defaults refused: %v", err)
 	}
 	for _, ok := range [][]string{
-		{"--session-max", "off"}, {"--max-bytes-per-trigger", "-1"}, {"--refresh", "0"}, {"--retention", "0"}, {"--disk-reserve", "0"},
+		{"--session-max", "off"}, {"--max-bytes-per-trigger", "-1"}, {"--refresh", "0"}, {"--retention", "0"}, {"--disk-reserve", "0"}, {"--ops-retention", "0"},
 		{"--downstream-trigger", "0"}, {"--no-ingest", "--source", ""}, {"--partitions", "256"},
 	} {
 		fs := flag.NewFlagSet("run", flag.ContinueOnError)

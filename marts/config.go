@@ -78,6 +78,10 @@ type Config struct {
 	CompactEvery  time.Duration
 	RetryEvery    time.Duration
 	OrphanEvery   time.Duration
+	// OpsRetention is how long rows of the ops tables (stream progress,
+	// job runs, asset checks) are kept; 0 keeps them all. Old rows are
+	// deleted at most once an hour per table.
+	OpsRetention time.Duration
 
 	// MaxSnapshots and KeepSnapshots bound each table's history: once a
 	// table holds more than MaxSnapshots, expiry keeps its KeepSnapshots

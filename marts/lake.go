@@ -21,6 +21,7 @@ type lakeAPI interface {
 	Compact(ctx context.Context, ident string, pol table.CompactPolicy) (table.CompactResult, error)
 	ExpireSnapshots(ctx context.Context, ident string, keepLast int, olderThan time.Duration, protect int64) (int, error)
 	DeleteOrphanFiles(ctx context.Context, ident string, olderThan time.Duration) (int, error)
+	DeleteBefore(ctx context.Context, ident, column string, cutoff time.Time) (int64, error)
 	Stats(ctx context.Context, ident string) (table.Stats, error)
 	Maintained(ctx context.Context, ident, job string) (time.Time, bool, error)
 	MarkMaintained(ctx context.Context, ident, job string, at time.Time) error

@@ -43,11 +43,56 @@ type filesCheck struct {
 // nothing due records nothing.
 func (m *Marts) maintain(ctx context.Context) error {
 	_, errExpire := m.runJob(ctx, JobExpire, &m.expireMu, m.expire)
-	var errOrphans error
+	var errOrphans, errRetain error
 	if m.cfg.OrphanEvery > 0 {
 		_, errOrphans = m.runJob(ctx, JobOrphans, &m.expireMu, m.deleteOrphans)
 	}
-	return errors.Join(errExpire, errOrphans)
+	if m.cfg.OpsRetention > 0 {
+		_, errRetain = m.runJob(ctx, JobOpsRetention, &m.expireMu, m.retainOps)
+	}
+	return errors.Join(errExpire, errOrphans, errRetain)
+}
+
+// opsTimeColumns are the ops tables and the time column retention reads.
+var opsTimeColumns = []struct{ table, column string }{
+	{table.StreamProgress, "started"}, {OpsRuns, "started"}, {OpsAssetChecks, "checked_at"},
+}
+
+// opsRetentionEvery spaces the deletes of one ops table.
+const opsRetentionEvery = time.Hour
+
+// retainOps deletes, from each ops table whose last pass (stamped in the
+// table, so it is due after a restart too) is an hour old, the rows older
+// than OpsRetention. It returns "" when no table was due.
+func (m *Marts) retainOps(ctx context.Context, _ string) (string, error) {
+	var done []string
+	var errs []error
+	now := time.Now()
+	for _, t := range opsTimeColumns {
+		at, ok, err := m.lake.Maintained(ctx, t.table, JobOpsRetention)
+		switch {
+		case isNoTable(err):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("retention of %s: %w", t.table, err))
+			continue
+		case ok && now.Sub(at) < opsRetentionEvery:
+			continue
+		}
+		n, err := m.lake.DeleteBefore(ctx, t.table, t.column, now.Add(-m.cfg.OpsRetention))
+		if err == nil {
+			err = m.lake.MarkMaintained(ctx, t.table, JobOpsRetention, now)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return strings.Join(done, "; "), ctx.Err()
+			}
+			errs = append(errs, fmt.Errorf("retention of %s: %w", t.table, err))
+			continue
+		}
+		done = append(done, fmt.Sprintf("%s: %d rows older than %s", t.table, n, m.cfg.OpsRetention))
+	}
+	return strings.Join(done, "; "), errors.Join(errs...)
 }
 
 // compactDue is one pass of the compaction loop: compaction of every table

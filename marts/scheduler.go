@@ -14,6 +14,8 @@ const (
 	JobCompact = "compact" // compact the streamed and ops tables where due
 	JobExpire  = "expire"  // expire snapshots of tables over MaxSnapshots
 	JobOrphans = "orphans" // delete orphan files where due
+	// JobOpsRetention deletes ops rows older than OpsRetention where due.
+	JobOpsRetention = "ops-retention"
 )
 
 // Run statuses.
@@ -51,6 +53,8 @@ func (m *Marts) RunJob(ctx context.Context, job string) (Run, error) {
 		return m.runJob(ctx, job, &m.expireMu, m.expire)
 	case JobOrphans:
 		return m.runJob(ctx, job, &m.expireMu, m.deleteOrphans)
+	case JobOpsRetention:
+		return m.runJob(ctx, job, &m.expireMu, m.retainOps)
 	}
 	return Run{}, fmt.Errorf("run job %q: unknown job", job)
 }

@@ -164,3 +164,41 @@ func (l *Lake) MarkMaintained(ctx context.Context, ident, job string, at time.Ti
 	})
 	return err
 }
+
+// DeleteBefore deletes the rows of ident whose timestamp column is before
+// cutoff, in one delete snapshot (files wholly older are dropped, files
+// that straddle the cutoff rewritten), and returns how many rows it
+// deleted. For tables nobody reads incrementally (the ops tables): a
+// delete snapshot is not an append, so a stream would not see it.
+func (l *Lake) DeleteBefore(ctx context.Context, ident, column string, cutoff time.Time) (int64, error) {
+	return retryCommit(ctx, l, ident, "delete old rows of "+ident, func() (int64, error) {
+		tbl, err := l.load(ctx, ident)
+		if err != nil {
+			return 0, err
+		}
+		if tbl.CurrentSnapshot() == nil {
+			return 0, nil
+		}
+		before := tbl.CurrentSnapshot().SnapshotID
+		txn := tbl.NewTransaction()
+		if err := txn.AssertRefSnapshotID(icetable.MainBranch); err != nil {
+			return 0, err
+		}
+		filter := iceberg.LessThan(iceberg.Reference(column), iceberg.Timestamp(cutoff.UnixMicro()))
+		if err := txn.Delete(ctx, filter, iceberg.Properties{PropPrefix + "maintenance": "retention"}); err != nil {
+			return 0, fmt.Errorf("delete rows of %s before %s: %w", ident, cutoff.Format(time.RFC3339), err)
+		}
+		committed, err := txn.Commit(ctx)
+		if err != nil {
+			return 0, err
+		}
+		s := committed.CurrentSnapshot()
+		if s == nil || s.SnapshotID == before || s.Summary == nil {
+			return 0, nil
+		}
+		l.notifyCommit(ident)
+		// A rewritten file counts as deleted whole, its survivors as added.
+		p := s.Summary.Properties
+		return int64(p.GetInt("deleted-records", 0) - p.GetInt("added-records", 0)), nil
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -66,5 +67,40 @@ func TestReplaceMissing(t *testing.T) {
 	appendsAfter, err := l.AppendsAfter(ctx, table.Bronze, 0)
 	if err != nil || len(appendsAfter) != len(appendsBefore) {
 		t.Fatalf("the replace added an append snapshot: %d appends before, %d after (%v)", len(appendsBefore), len(appendsAfter), err)
+	}
+}
+
+// TestDeleteBefore: rows older than the cutoff go (whole files dropped, a
+// file straddling the cutoff rewritten), younger ones stay, and a second
+// pass deletes nothing.
+func TestDeleteBefore(t *testing.T) {
+	ctx := context.Background()
+	l := openLake(t, table.Config{Dir: t.TempDir()})
+	for id := int64(1); id <= 3; id++ {
+		mustCommit(t, l, table.Bronze, batchOf("bronze", id, bronzeRecord(0, (id-1)*10, 10)))
+	}
+	// Offsets 0..29 have broker_ts baseTime+offset seconds: cut at 15.
+	n, err := l.DeleteBefore(ctx, table.Bronze, "broker_ts", baseTime.Add(15*time.Second))
+	if err != nil || n != 15 {
+		t.Fatalf("DeleteBefore: %d rows, %v; want 15", n, err)
+	}
+	rows, seen := scanOffsets(t, l, table.Bronze)
+	if rows != 15 || len(seen) != 15 {
+		t.Fatalf("after: %d rows, %d offsets, want 15", rows, len(seen))
+	}
+	for o := range seen {
+		if o < 15 {
+			t.Fatalf("offset %d survived the cutoff", o)
+		}
+	}
+	st, err := l.Stats(ctx, table.Bronze)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.DeleteBefore(ctx, table.Bronze, "broker_ts", baseTime.Add(15*time.Second)); err != nil || n != 0 {
+		t.Fatalf("second pass: %d rows, %v", n, err)
+	}
+	if st2, err := l.Stats(ctx, table.Bronze); err != nil || st2.Snapshots > st.Snapshots+1 {
+		t.Fatalf("second pass: %d snapshots after %d (%v)", st2.Snapshots, st.Snapshots, err)
 	}
 }
