@@ -230,7 +230,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 			}
 			if err := in.store(ctx, actx, b); err != nil {
 				failed = true
-				if err != errStoppedWhilePaused {
+				if !errors.Is(err, errStoppedWhilePaused) {
 					fail(err)
 				}
 			}
@@ -383,9 +383,6 @@ func (in *Ingester) batch(ordered <-chan *chunk, out chan<- pending) {
 	}
 }
 
-// append stores one batch. A batch of canaries only is not appended: the
-// position it would store is not needed for correctness (re-reading canaries
-// only skips them again).
 // errStoppedWhilePaused ends the appender when the ingester is stopped
 // while the broker cannot write: the batches not stored are read from the
 // source again on the next start (the stored position is theirs).
@@ -444,6 +441,9 @@ func (in *Ingester) resumed() {
 
 func ptr[T any](v T) *T { return &v }
 
+// append stores one batch. A batch of canaries only is not appended: the
+// position it would store is not needed for correctness (re-reading canaries
+// only skips them again).
 func (in *Ingester) append(ctx context.Context, p pending) error {
 	if len(p.b.Records) == 0 {
 		in.canary.Add(p.canaries)
