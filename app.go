@@ -52,6 +52,7 @@ type pipelineFlags struct {
 	retention      time.Duration
 	dlqRetention   time.Duration
 	diskReserve    int64
+	takeOver       bool
 	opsRetention   time.Duration
 	maxSnapshots   int
 	keepSnapshots  int
@@ -73,6 +74,7 @@ func registerEventTime(fs *flag.FlagSet, watermark, maxEventAhead *time.Duration
 func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	f.common.register(fs)
 	fs.StringVar(&f.warehouse, "warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage: file:///path or s3://bucket/prefix (default <data>/warehouse; env LAKEHOUSE_WAREHOUSE; S3 settings from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	fs.BoolVar(&f.takeOver, "take-over-warehouse", false, "make this data directory the owner of a --warehouse outside it that another data directory owns (after moving the data directory to another path or machine; a copy must get its own warehouse instead)")
 	fs.StringVar(&f.source, "source", ingest.DefaultURL, "SSE stream URL (Wikimedia EventStreams or a replay server)")
 	fs.StringVar(&f.since, "since", "", "on a first start only: replay history from this RFC 3339 time")
 	fs.StringVar(&f.userAgent, "user-agent", ingest.DefaultUserAgent, "User-Agent sent to the stream (Wikimedia asks for a descriptive one)")
@@ -235,7 +237,9 @@ func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipe
 	if err != nil {
 		return nil, err
 	}
-	lake, err := table.Open(ctx, f.tableConfig(f.warehouse))
+	tcfg := f.tableConfig(f.warehouse)
+	tcfg.TakeOverWarehouse = f.takeOver
+	lake, err := table.Open(ctx, tcfg)
 	if err != nil {
 		db.Close()
 		return nil, err // says "open lake"

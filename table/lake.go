@@ -100,6 +100,11 @@ type Config struct {
 	// LockTimeout bounds the wait for catalog.db's file lock
 	// (DefaultLockTimeout when 0).
 	LockTimeout time.Duration
+	// TakeOverWarehouse makes this data directory the owner of a warehouse
+	// outside it (S3, or a local --warehouse elsewhere) that another data
+	// directory owns: for a data directory moved to another path or
+	// machine. Without it such an Open fails with ErrWarehouseOwned.
+	TakeOverWarehouse bool
 	// ReadOnly opens an existing lake for reading only: nothing is created
 	// or written (no directories, no warehouse probe, the catalog opened
 	// read-only), and commits fail. For commands that only read.
@@ -214,6 +219,14 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	if err := checkRoot(cat.Root(), wh, rooted); err != nil {
 		_ = cat.Close()
 		return nil, fmt.Errorf("open lake: %w", err)
+	}
+	if !cfg.ReadOnly {
+		// Under the catalog's lock, so two processes on one data directory
+		// do not both claim.
+		if err := claimWarehouse(ctx, dir, wh, catProps, cfg.TakeOverWarehouse); err != nil {
+			_ = cat.Close()
+			return nil, fmt.Errorf("open lake: %w", err)
+		}
 	}
 	props := maps.Clone(DefaultTableProps)
 	maps.Copy(props, cfg.Props)
