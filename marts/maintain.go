@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,32 +66,51 @@ const opsRetentionEvery = time.Hour
 // table, so it is due after a restart too) is an hour old, the rows older
 // than OpsRetention. It returns "" when no table was due.
 func (m *Marts) retainOps(ctx context.Context, _ string) (string, error) {
+	cols := map[string]string{}
+	var ids []string
+	for _, t := range opsTimeColumns {
+		cols[t.table] = t.column
+		ids = append(ids, t.table)
+	}
+	now := time.Now()
+	return m.eachDue(ctx, ids, JobOpsRetention, opsRetentionEvery, "retention", func(id string) (string, error) {
+		n, err := m.lake.DeleteBefore(ctx, id, cols[id], now.Add(-m.cfg.OpsRetention))
+		return fmt.Sprintf("%d rows older than %s", n, m.cfg.OpsRetention), err
+	})
+}
+
+// eachDue runs do on every table of ids whose job, as stamped in the
+// table, last ran every ago or never (a table that does not exist is
+// skipped), stamps it when do succeeds, and returns "<table>: <do's
+// detail>" joined for the tables it ran ("" when none was due) with the
+// failures, each prefixed "<what> of <table>". A cancelled ctx stops it.
+func (m *Marts) eachDue(ctx context.Context, ids []string, job string, every time.Duration, what string, do func(id string) (string, error)) (string, error) {
 	var done []string
 	var errs []error
 	now := time.Now()
-	for _, t := range opsTimeColumns {
-		at, ok, err := m.lake.Maintained(ctx, t.table, JobOpsRetention)
+	for _, id := range ids {
+		at, ok, err := m.lake.Maintained(ctx, id, job)
 		switch {
 		case isNoTable(err):
 			continue
 		case err != nil:
-			errs = append(errs, fmt.Errorf("retention of %s: %w", t.table, err))
+			errs = append(errs, fmt.Errorf("%s of %s: %w", what, id, err))
 			continue
-		case ok && now.Sub(at) < opsRetentionEvery:
+		case ok && now.Sub(at) < every:
 			continue
 		}
-		n, err := m.lake.DeleteBefore(ctx, t.table, t.column, now.Add(-m.cfg.OpsRetention))
+		detail, err := do(id)
 		if err == nil {
-			err = m.lake.MarkMaintained(ctx, t.table, JobOpsRetention, now)
+			err = m.lake.MarkMaintained(ctx, id, job, now)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return strings.Join(done, "; "), ctx.Err()
 			}
-			errs = append(errs, fmt.Errorf("retention of %s: %w", t.table, err))
+			errs = append(errs, fmt.Errorf("%s of %s: %w", what, id, err))
 			continue
 		}
-		done = append(done, fmt.Sprintf("%s: %d rows older than %s", t.table, n, m.cfg.OpsRetention))
+		done = append(done, id+": "+detail)
 	}
 	return strings.Join(done, "; "), errors.Join(errs...)
 }
@@ -231,32 +251,8 @@ const orphansJob = "orphans"
 // cleanup, as stamped in the table, is OrphanEvery old or never happened.
 // It returns "" when no table was due.
 func (m *Marts) deleteOrphans(ctx context.Context, _ string) (string, error) {
-	var done []string
-	var errs []error
-	now := time.Now()
-	for _, id := range expireTables() {
-		at, ok, err := m.lake.Maintained(ctx, id, orphansJob)
-		switch {
-		case isNoTable(err):
-			continue
-		case err != nil:
-			errs = append(errs, fmt.Errorf("orphans of %s: %w", id, err))
-			continue
-		case ok && now.Sub(at) < m.cfg.OrphanEvery:
-			continue
-		}
+	return m.eachDue(ctx, expireTables(), orphansJob, m.cfg.OrphanEvery, "orphans", func(id string) (string, error) {
 		n, err := m.lake.DeleteOrphanFiles(ctx, id, table.DefaultMinOrphanAge)
-		if err == nil {
-			err = m.lake.MarkMaintained(ctx, id, orphansJob, now)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return strings.Join(done, "; "), ctx.Err()
-			}
-			errs = append(errs, fmt.Errorf("orphans of %s: %w", id, err))
-			continue
-		}
-		done = append(done, fmt.Sprintf("%s: %d", id, n))
-	}
-	return strings.Join(done, "; "), errors.Join(errs...)
+		return strconv.Itoa(n), err
+	})
 }

@@ -153,11 +153,8 @@ func candidates(missing []table.FileInfo, end PartitionOffsets) []*candidate {
 		plo, okp := f.Lower["broker_partition"]
 		phi, okq := f.Upper["broker_partition"]
 		lo, oko := f.Lower["broker_offset"]
-		if !okp || !okq || !oko {
-			plo, phi, lo = 0, int64(len(end))-1, 0
-			for p := range end {
-				phi = max(phi, int64(p))
-			}
+		if !okp || !okq || !oko { // no bounds: every partition, from offset 0
+			plo, phi, lo = 0, int64(maxKey(end)), 0
 		}
 		for p := int(plo); p <= int(phi); p++ {
 			if cur, ok := from[p]; !ok || lo < cur {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,16 +24,16 @@ var ErrSeveralRoots = errors.New("tables under several warehouse roots")
 func recordedRoot(tx *bolt.Tx) (string, error) {
 	var root, from string
 	cur := tx.Bucket(bucketTables).Cursor()
-	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
 		i := bytes.IndexByte(k, 0)
 		if i < 0 {
 			continue
 		}
 		ns := strings.Join(nsFromKey(k[:i]), ".")
 		name := string(k[i+1:])
-		e, _, err := getTable(tx, append(nsFromKey(k[:i]), name))
-		if err != nil {
-			return "", err
+		var e tableEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return "", fmt.Errorf("decode table entry %s.%s: %w", ns, name, err)
 		}
 		r, ok := rootOf(e.MetadataLocation, ns, name)
 		if !ok {
@@ -48,23 +49,16 @@ func recordedRoot(tx *bolt.Tx) (string, error) {
 
 // rootOf strips /<ns>.db/<name>/metadata/<file> from a metadata location.
 func rootOf(loc, ns, name string) (string, bool) {
-	dir, file, ok := cutLast(loc)
-	if !ok || file == "" {
+	i := strings.LastIndexByte(loc, '/')
+	if i < 0 || i == len(loc)-1 {
 		return "", false
 	}
+	dir := loc[:i]
 	suffix := "/" + ns + ".db/" + name + "/metadata"
 	if !strings.HasSuffix(dir, suffix) || len(dir) == len(suffix) {
 		return "", false
 	}
 	return dir[:len(dir)-len(suffix)], true
-}
-
-func cutLast(loc string) (dir, file string, ok bool) {
-	i := strings.LastIndexByte(loc, '/')
-	if i < 0 {
-		return "", "", false
-	}
-	return loc[:i], loc[i+1:], true
 }
 
 // Root returns the warehouse root this catalog creates tables under: the
