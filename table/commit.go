@@ -405,9 +405,23 @@ func writeDataFiles(ctx context.Context, tbl *icetable.Table, recs []arrow.Recor
 	}
 	if got != rows {
 		removeDataFiles(ctx, tbl, files)
-		return nil, fmt.Errorf("%w: wrote %d of %d rows in %d files", ErrLostWrite, got, rows, len(files))
+		return nil, lostWrite(ctx, tbl, fmt.Sprintf("wrote %d of %d rows in %d files", got, rows, len(files)))
 	}
 	return files, nil
+}
+
+// lostWrite is ErrLostWrite with what happened, and, on local disk, the
+// lake's newest failed file write, which is most likely the error the
+// writer dropped (wrapped, so errors.Is sees it).
+func lostWrite(ctx context.Context, tbl *icetable.Table, what string) error {
+	if fsys, err := tbl.FS(ctx); err == nil {
+		if r, ok := fsys.(*rootedFS); ok {
+			if last := r.lastWriteError(); last != nil {
+				return fmt.Errorf("%w: %s (the last failed file write: %w)", ErrLostWrite, what, last)
+			}
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrLostWrite, what)
 }
 
 // removeDataFiles deletes data files that no commit references (best effort:

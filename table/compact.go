@@ -161,7 +161,7 @@ func writeGroups(ctx context.Context, tbl *icetable.Table, groups []icetable.Com
 		}
 		out = append(out, gr)
 		if in, got := rowsOf(gr.OldDataFiles), rowsOf(gr.NewDataFiles); in != got {
-			return fail(fmt.Errorf("%w: rewrite of %s wrote %d of %d rows", ErrLostWrite, g.PartitionKey, got, in))
+			return fail(lostWrite(ctx, tbl, fmt.Sprintf("rewrite of %s wrote %d of %d rows", g.PartitionKey, got, in)))
 		}
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	iceio "github.com/apache/iceberg-go/io"
 
@@ -38,6 +39,25 @@ var ErrOutsideWarehouse = errors.New("outside the warehouse")
 type rootedFS struct {
 	recorded, actual string // cleaned absolute local paths
 	fs               durableFS
+	lastWrite        atomic.Pointer[error] // the newest failed create or write, for lostWrite
+}
+
+// failed remembers a failed create or write and returns it.
+func (r *rootedFS) failed(err error) error {
+	if err != nil {
+		r.lastWrite.Store(&err)
+	}
+	return err
+}
+
+// lastWriteError is the newest create or write that failed in this lake
+// (nil if none): iceberg-go's partitioned writer can drop such an error
+// (ErrLostWrite), and this is what it most likely was.
+func (r *rootedFS) lastWriteError() error {
+	if p := r.lastWrite.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func newRootedFS(recorded, actual string) *rootedFS {
@@ -95,9 +115,10 @@ func (r *rootedFS) Create(name string) (iceio.FileWriter, error) {
 		return nil, err
 	}
 	if err := fault.Err(FailWrite); err != nil {
-		return nil, &fs.PathError{Op: "create", Path: p, Err: err}
+		return nil, r.failed(&fs.PathError{Op: "create", Path: p, Err: err})
 	}
-	return r.fs.Create(p)
+	w, err := r.fs.Create(p)
+	return w, r.failed(err)
 }
 
 func (r *rootedFS) WriteFile(name string, content []byte) error {
@@ -106,9 +127,9 @@ func (r *rootedFS) WriteFile(name string, content []byte) error {
 		return err
 	}
 	if err := fault.Err(FailWrite); err != nil {
-		return &fs.PathError{Op: "write", Path: p, Err: err}
+		return r.failed(&fs.PathError{Op: "write", Path: p, Err: err})
 	}
-	return r.fs.WriteFile(p, content)
+	return r.failed(r.fs.WriteFile(p, content))
 }
 
 func (r *rootedFS) Remove(name string) error {
