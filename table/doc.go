@@ -111,7 +111,7 @@
 // # Defaults
 //
 // DefaultTableProps turns on manifest merging
-// (commit.manifest-merge.enabled, at 100 manifests), deletion of superseded metadata files
+// (commit.manifest-merge.enabled, at 16 manifests), deletion of superseded metadata files
 // (write.metadata.delete-after-commit.enabled with
 // write.metadata.previous-versions-max=20), zstd Parquet at level 1 (bronze
 // drains 7 to 17 % faster than at the default level 3 for files 2 % larger),
@@ -134,6 +134,21 @@
 // metadata parsed from the file it just wrote, which cuts the chain
 // (TestCommitHeapFlat: 5.4 MiB flat); a parse per commit was 6 % of the
 // appliance's CPU at 35 ev/s.
+//
+// iceberg-go writes and reads every manifest and manifest list through
+// github.com/twmb/avro, which allocated a new flate writer (about 800 KB)
+// per block written, a flate reader per block read, and parsed every Avro
+// schema anew: half the bytes a commit allocated. go.mod replaces that
+// module with a copy patched to pool the codecs and cache parsed schemas
+// (internal/thirdparty/avro, PATCH.md; TestAvroCodecPatched fails without
+// it): 2.45 MB per bronze commit of 10 events instead of 4.95.
+//
+// arrow-go's Parquet zstd codec pools encoders with zstd's default 8 MiB
+// window; one that compressed a page above 128 KiB (a burst, a compaction)
+// keeps an 8 MiB history, and the commits reusing it every second keep it
+// alive. This package registers a codec with a 1 MiB window instead
+// (zstd.go, through arrow-go's compress.RegisterCodec): the same bytes for
+// a default-sized page, a quarter of the memory (TestZstdWindowBounded).
 //
 // iceberg-go's ExecuteCompactionGroup, with its defaults, holds most of a
 // group decoded (a scan worker per core, each with a whole file; batches of
