@@ -1,7 +1,6 @@
 package table
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"runtime"
@@ -66,23 +65,12 @@ func TestZstdWindowBounded(t *testing.T) {
 	}
 }
 
-// realEventsPage is n bytes of the recorded events, one per line, as in
-// bronze's raw column.
+// realEventsPage is n bytes of the recorded events file repeated: the
+// JSON lines bronze's raw column holds.
 func realEventsPage(t *testing.T, n int) []byte {
-	f, err := os.Open("testdata/recentchange-sample-50.jsonl")
+	b, err := os.ReadFile("testdata/recentchange-sample-50.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var lines [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, bytes.Clone(sc.Bytes()))
-	}
-	var page []byte
-	for i := 0; len(page) < n; i++ {
-		page = append(page, lines[i%len(lines)]...)
-	}
-	return page[:n]
+	return bytes.Repeat(b, n/len(b)+1)[:n]
 }
