@@ -17,7 +17,9 @@
 // more), with a deterministic id: the first 16 bytes of
 // SHA-256(wiki, user, start), hex. Its bot flag is set when any of its edits
 // was flagged bot; pages counts distinct titles; bytes added and removed sum
-// the positive and the negative byte deltas.
+// the positive and the negative byte deltas. The state keeps a page as a
+// 64-bit id (pageOf: a prefix of the title's SHA-256), not its title, so
+// an open page costs about 25 bytes of memory.
 //
 // The watermark is the newest event time seen in earlier batches minus
 // WatermarkDelay (silver's own delay, so silver's rows are never late here;
@@ -37,8 +39,9 @@
 // at or before N and the deltas after it. Each file carries a CRC32: a
 // damaged file, or a delta whose predecessor is missing, is
 // ErrCorruptState and stops the query instead of silently dropping open
-// sessions. State files of earlier builds (JSON, and the binary format
-// before held edits) still load.
+// sessions. State files of earlier builds (JSON, and the binary formats
+// with titles, before and after held edits) still load, also as the start
+// of a delta chain the new build continues.
 //
 // Limitation: if the checkpoint directory is lost, the query continues from
 // the table's marker with no open sessions (logged at error level): edits

@@ -58,9 +58,9 @@ func decodeLegacy(b []byte) (*state, error) {
 				return nil, fmt.Errorf("decode session state: %w: null session", ErrCorruptState)
 			}
 			ss := &session{Start: ls.Start, End: ls.End, Edits: ls.Edits, Added: ls.Added, Removed: ls.Removed,
-				Bot: ls.Bot, Pages: make(map[string]struct{}, len(ls.Pages))}
+				Bot: ls.Bot}
 			for _, p := range ls.Pages {
-				ss.Pages[p] = struct{}{}
+				ss.Pages.add(pageOf(p))
 			}
 			ed.Sessions = append(ed.Sessions, ss)
 		}

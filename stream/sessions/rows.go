@@ -42,7 +42,7 @@ func buildSessions(alloc memory.Allocator, done []closed, processed time.Time) (
 		case "edits":
 			num = func(s closed) int64 { return s.Edits }
 		case "pages":
-			num = func(s closed) int64 { return int64(len(s.Pages)) }
+			num = func(s closed) int64 { return int64(s.Pages.len()) }
 		case "bytes_added":
 			num = func(s closed) int64 { return s.Added }
 		case "bytes_removed":

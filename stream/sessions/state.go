@@ -18,22 +18,23 @@ type session struct {
 	Added   int64
 	Removed int64
 	Bot     bool
-	Pages   map[string]struct{}
+	Pages   pageSet
 
 	// What the batch in progress did to the session, for its delta
 	// (state.dirty lists the editors whose sessions to look at).
 	fresh   bool     // created by this batch: the delta carries it whole
 	touched bool     // an earlier session this batch changed in place
 	base    int64    // when touched: Start before this batch, its key
-	added   []string // when touched: the pages this batch added
+	added   []pageID // when touched: the pages this batch added
 }
 
-// held is an on-time edit held back until the watermark passes it (see
-// state.add); its editor is implied.
+// held is an edit as a session takes it in: an on-time edit held back
+// until the watermark passes it (see state.add), or one being folded; its
+// editor is implied.
 type held struct {
 	At, Delta int64
 	Bot       bool
-	Title     string
+	Page      pageID
 }
 
 // editor is one (wiki, user) with its open sessions.
@@ -128,15 +129,15 @@ func (s *state) add(e edit, gap time.Duration, maxLen int64) {
 		s.Editors[k] = ed // k is a new string
 	}
 	s.markDirty(ed)
+	h := held{At: e.At, Delta: e.Delta, Bot: e.Bot, Page: pageOf(e.Title)}
 	if len(ed.Held) > 0 || ed.nearMax(e.At, maxLen) {
-		h := held{At: e.At, Delta: e.Delta, Bot: e.Bot, Title: strings.Clone(e.Title)}
 		i := sort.Search(len(ed.Held), func(i int) bool { return ed.Held[i].At > e.At })
 		ed.Held = slices.Insert(ed.Held, i, h)
 		ed.newHeld = append(ed.newHeld, h)
 		s.holding[ed] = struct{}{}
 		return
 	}
-	ed.fold(e, gap.Microseconds(), maxLen)
+	ed.fold(h, gap.Microseconds(), maxLen)
 }
 
 // nearMax reports whether an open session of ed starts more than maxLen
@@ -159,11 +160,11 @@ func (s *state) release(wm int64, gap time.Duration, maxLen int64) {
 			n = sort.Search(len(ed.Held), func(i int) bool { return ed.Held[i].At >= wm })
 		}
 		for _, h := range ed.Held[:n] {
-			ed.fold(h.edit(ed), g, maxLen)
+			ed.fold(h, g, maxLen)
 		}
 		if n < len(ed.Held) && !ed.nearMax(ed.Held[len(ed.Held)-1].At, maxLen) {
 			for _, h := range ed.Held[n:] {
-				ed.fold(h.edit(ed), g, maxLen)
+				ed.fold(h, g, maxLen)
 			}
 			n, ed.all = len(ed.Held), true
 		}
@@ -182,10 +183,6 @@ func (s *state) release(wm int64, gap time.Duration, maxLen int64) {
 	}
 }
 
-func (h held) edit(ed *editor) edit {
-	return edit{Wiki: ed.Wiki, User: ed.User, Title: h.Title, Bot: h.Bot, At: h.At, Delta: h.Delta}
-}
-
 // fold puts e into ed's sessions: into the session it falls in; else
 // after the session before it when e is at most gap after its end and
 // maxLen after its start, also merging the session after it when that is
@@ -195,7 +192,7 @@ func (h held) edit(ed *editor) edit {
 // A merge keeps the session with the most pages and copies the other's
 // pages into it, so the copying over a session's life is O(n log n) in its
 // pages; the sessions are found by binary search.
-func (ed *editor) fold(e edit, g, maxLen int64) {
+func (ed *editor) fold(e held, g, maxLen int64) {
 	ss := ed.Sessions
 	i := sort.Search(len(ss), func(i int) bool { return ss[i].End >= e.At })
 	if i < len(ss) && ss[i].Start <= e.At {
@@ -219,7 +216,7 @@ func (ed *editor) fold(e edit, g, maxLen int64) {
 			return
 		}
 		into, from := prev, next
-		if len(next.Pages) > len(prev.Pages) {
+		if next.Pages.len() > prev.Pages.len() {
 			into, from = next, prev
 		}
 		into.touch()
@@ -231,14 +228,14 @@ func (ed *editor) fold(e edit, g, maxLen int64) {
 		next.touch()
 		next.apply(e)
 	default:
-		n := &session{Start: e.At, End: e.At, Pages: map[string]struct{}{}, fresh: true}
+		n := &session{Start: e.At, End: e.At, fresh: true}
 		n.apply(e)
 		ed.Sessions = slices.Insert(ss, i, n)
 	}
 }
 
 // apply adds one edit to ss.
-func (ss *session) apply(e edit) {
+func (ss *session) apply(e held) {
 	ss.Start, ss.End = min(ss.Start, e.At), max(ss.End, e.At)
 	ss.Edits++
 	if e.Delta > 0 {
@@ -247,7 +244,7 @@ func (ss *session) apply(e edit) {
 		ss.Removed -= e.Delta
 	}
 	ss.Bot = ss.Bot || e.Bot
-	ss.addPage(e.Title)
+	ss.addPage(e.Page)
 }
 
 // absorb merges o's edits into ss.
@@ -257,17 +254,15 @@ func (ss *session) absorb(o *session) {
 	ss.Added += o.Added
 	ss.Removed += o.Removed
 	ss.Bot = ss.Bot || o.Bot
-	for p := range o.Pages {
+	for p := range o.Pages.all() {
 		ss.addPage(p)
 	}
 }
 
-func (ss *session) addPage(p string) {
-	if _, ok := ss.Pages[p]; ok {
+func (ss *session) addPage(p pageID) {
+	if !ss.Pages.add(p) {
 		return
 	}
-	p = strings.Clone(p) // not a view of the batch's Arrow buffer (see add)
-	ss.Pages[p] = struct{}{}
 	if ss.touched {
 		ss.added = append(ss.added, p)
 	}
@@ -323,7 +318,7 @@ func (s *state) pendingUnits() int {
 		for _, ss := range ed.Sessions {
 			switch {
 			case ss.fresh:
-				n += 1 + len(ss.Pages)
+				n += 1 + ss.Pages.len()
 			case ss.touched:
 				n += 1 + len(ss.added)
 			}
@@ -338,7 +333,7 @@ func (s *state) liveUnits() int {
 	for _, ed := range s.Editors {
 		n += len(ed.Held)
 		for _, ss := range ed.Sessions {
-			n += 1 + len(ss.Pages)
+			n += 1 + ss.Pages.len()
 		}
 	}
 	return n

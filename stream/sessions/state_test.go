@@ -39,7 +39,7 @@ func diffState(want, got *state) string {
 		for i, w := range we.Sessions {
 			g := ge.Sessions[i]
 			if g.Start != w.Start || g.End != w.End || g.Edits != w.Edits || g.Added != w.Added ||
-				g.Removed != w.Removed || g.Bot != w.Bot || !maps.Equal(g.Pages, w.Pages) {
+				g.Removed != w.Removed || g.Bot != w.Bot || !g.Pages.equal(&w.Pages) {
 				return fmt.Sprintf("editor %q session %d: got %+v, want %+v", k, i, *g, *w)
 			}
 		}

@@ -14,15 +14,15 @@ import (
 )
 
 // State file layout (little endian; str is a uvarint length and the bytes,
-// n, r and p are uvarint counts):
+// n, r and p are uvarint counts; a page is a pageID):
 //
-//	magic "SES2" | kind u8 (0 full, 1 delta) | version i64 | maxEvent i64 |
+//	magic "SES3" | kind u8 (0 full, 1 delta) | version i64 | maxEvent i64 |
 //	watermark i64 | editors u64 | editors × editor | crc32 (IEEE) of all before
 //	editor:  wiki str | user str | n | n × session | r | r × key i64 |
 //	         all u8 | h | h × held
 //	session: op u8 (0 created, 1 updated) | key i64 | start i64 | end i64 |
-//	         edits i64 | added i64 | removed i64 | bot u8 | p | p × page str
-//	held:    at i64 | delta i64 | bot u8 | title str
+//	         edits i64 | added i64 | removed i64 | bot u8 | p | p × page u64
+//	held:    at i64 | delta i64 | bot u8 | page u64
 //
 // A session's key is its start in the version before (for a created one,
 // its start). A full file holds every open session after version, each as
@@ -42,15 +42,21 @@ import (
 // all of them when all is 1 (the editor stopped holding), and then adds the
 // edits the batch held back. Editors a batch did not change hold no edit
 // below its watermark (every batch folds those first), so the rule applies
-// to the editors listed only. Files in the "SES1" format, written before
-// held edits existed, have no all byte and no held edits; they still load.
+// to the editors listed only.
+//
+// Earlier binary formats still load, and a delta chain may mix formats (a
+// build upgraded mid-chain writes its deltas on top of the old files):
+// "SES2" files hold each page and held edit's title as a str, which loading
+// turns into its pageID; "SES1" files, written before held edits existed,
+// also have no all byte and no held edits.
 //
 // Files written before this format are JSON ({"version":...}, see
 // decodeLegacy): full snapshots, still read.
 const (
-	stateMagic  = "SES2"
-	magicV1     = "SES1" // before held edits
-	heldSize    = 8 + 8 + 1 + 1
+	stateMagic  = "SES3"
+	magicV2     = "SES2"        // titles instead of page ids
+	magicV1     = "SES1"        // titles, and before held edits
+	heldSize    = 8 + 8 + 1 + 1 // the smallest held edit (SES2's, of an empty title)
 	kindFull    = 0
 	kindDelta   = 1
 	opCreated   = 0
@@ -61,7 +67,7 @@ const (
 )
 
 type stateHeader struct {
-	v1        bool // the "SES1" format: no held edits
+	format    int // 3 ("SES3"), 2 ("SES2": titles) or 1 ("SES1": titles, no held edits)
 	kind      byte
 	version   int64
 	maxEvent  int64
@@ -125,15 +131,15 @@ func appendEditor(buf []byte, ed *editor, delta bool) []byte {
 		switch {
 		case !delta || ss.fresh:
 			buf = appendScalars(buf, opCreated, ss.Start, ss)
-			buf = binary.AppendUvarint(buf, uint64(len(ss.Pages)))
-			for p := range ss.Pages {
-				buf = appendString(buf, p)
+			buf = binary.AppendUvarint(buf, uint64(ss.Pages.len()))
+			for p := range ss.Pages.all() {
+				buf = binary.LittleEndian.AppendUint64(buf, uint64(p))
 			}
 		case ss.touched:
 			buf = appendScalars(buf, opUpdated, ss.base, ss)
 			buf = binary.AppendUvarint(buf, uint64(len(ss.added)))
 			for _, p := range ss.added {
-				buf = appendString(buf, p)
+				buf = binary.LittleEndian.AppendUint64(buf, uint64(p))
 			}
 		}
 	}
@@ -156,7 +162,7 @@ func appendHeld(buf []byte, all bool, hs []held) []byte {
 		buf = le.AppendUint64(buf, uint64(h.At))
 		buf = le.AppendUint64(buf, uint64(h.Delta))
 		buf = appendBool(buf, h.Bot)
-		buf = appendString(buf, h.Title)
+		buf = le.AppendUint64(buf, uint64(h.Page))
 	}
 	return buf
 }
@@ -182,11 +188,15 @@ func appendString(buf []byte, s string) []byte {
 }
 
 func decodeHeader(b []byte) (stateHeader, error) {
-	if len(b) < headerSize+trailerSize || (string(b[:4]) != stateMagic && string(b[:4]) != magicV1) {
+	format := 0
+	if len(b) >= headerSize+trailerSize {
+		format = map[string]int{stateMagic: 3, magicV2: 2, magicV1: 1}[string(b[:4])]
+	}
+	if format == 0 {
 		return stateHeader{}, fmt.Errorf("decode session state: %w: bad header", ErrCorruptState)
 	}
 	le := binary.LittleEndian
-	h := stateHeader{v1: string(b[:4]) == magicV1, kind: b[4], version: int64(le.Uint64(b[5:])), maxEvent: int64(le.Uint64(b[13:])),
+	h := stateHeader{format: format, kind: b[4], version: int64(le.Uint64(b[5:])), maxEvent: int64(le.Uint64(b[13:])),
 		watermark: int64(le.Uint64(b[21:])), editors: le.Uint64(b[29:])}
 	if h.kind != kindFull && h.kind != kindDelta {
 		return h, fmt.Errorf("decode session state: %w: kind %d", ErrCorruptState, h.kind)
@@ -202,7 +212,7 @@ func decodeHeader(b []byte) (stateHeader, error) {
 // to s: a full file to an empty state, a delta to the version before it.
 // It returns the file's units (see pendingUnits).
 func (s *state) apply(b []byte, h stateHeader) (int, error) {
-	r := reader{b: b[headerSize : len(b)-trailerSize]}
+	r := reader{b: b[headerSize : len(b)-trailerSize], titles: h.format < 3}
 	units := 0
 	seen := map[string]bool{}
 	for i := uint64(0); i < h.editors && r.err == nil; i++ {
@@ -276,7 +286,7 @@ func (s *state) applyEditor(r *reader, h stateHeader, seen map[string]bool) (int
 		units++
 	}
 	all, hs := true, []held(nil)
-	if !h.v1 {
+	if h.format > 1 {
 		all, hs = r.held()
 		units += len(hs)
 	}
@@ -339,9 +349,9 @@ func (ed *editor) check() error {
 	}
 	slices.SortFunc(ed.Sessions, func(a, b *session) int { return cmp.Compare(a.Start, b.Start) })
 	for i, ss := range ed.Sessions {
-		if ss.Start > ss.End || ss.Edits < 1 || len(ss.Pages) == 0 || (i > 0 && ed.Sessions[i-1].End >= ss.Start) {
+		if ss.Start > ss.End || ss.Edits < 1 || ss.Pages.len() == 0 || (i > 0 && ed.Sessions[i-1].End >= ss.Start) {
 			return fmt.Errorf("%w: editor %q/%q: session %d-%d (%d edits, %d pages) malformed or overlapping",
-				ErrCorruptState, ed.Wiki, ed.User, ss.Start, ss.End, ss.Edits, len(ss.Pages))
+				ErrCorruptState, ed.Wiki, ed.User, ss.Start, ss.End, ss.Edits, ss.Pages.len())
 		}
 	}
 	return nil
@@ -443,8 +453,9 @@ func walkChain(v int64, data []byte, load loader) ([]stateFile, *state, error) {
 // reader decodes a state file's body; the first failure sticks in err and
 // makes every later read return zero values.
 type reader struct {
-	b   []byte
-	err error
+	b      []byte
+	err    error
+	titles bool // pages are titles (str), as in SES1 and SES2
 }
 
 func (r *reader) fail(err error) {
@@ -522,7 +533,7 @@ func (r *reader) held() (bool, []held) {
 	for i := 0; i < n && r.err == nil; i++ {
 		h := held{At: r.i64(), Delta: r.i64()}
 		h.Bot = r.flag()
-		h.Title = r.str()
+		h.Page = r.page()
 		hs = append(hs, h)
 	}
 	return all, hs
@@ -538,12 +549,24 @@ func (r *reader) session(ss *session) int {
 	ss.Start, ss.End, ss.Edits = r.i64(), r.i64(), r.i64()
 	ss.Added, ss.Removed = r.i64(), r.i64()
 	ss.Bot = r.flag()
-	n := r.count(1)
-	if ss.Pages == nil {
-		ss.Pages = make(map[string]struct{}, n)
+	size := 8
+	if r.titles {
+		size = 1
 	}
+	n := r.count(size)
 	for i := 0; i < n && r.err == nil; i++ {
-		ss.Pages[r.str()] = struct{}{}
+		ss.Pages.add(r.page())
 	}
 	return n
+}
+
+// page reads a page: a pageID, or in the older formats its title.
+func (r *reader) page() pageID {
+	if r.titles {
+		return pageOf(r.str())
+	}
+	if p := r.take(8); p != nil {
+		return pageID(binary.LittleEndian.Uint64(p))
+	}
+	return 0
 }

@@ -73,7 +73,7 @@ func TestDeltaKeysByStartBefore(t *testing.T) {
 	h.run(h.p, -1, []edit{e("a", "0m"), e("b1", "45m"), e("b2", "50m"), e("b3", "55m")})
 	h.run(h.p, -1, []edit{e("a2", "-20m"), e("c", "20m")}) // a2 moves A's start; c bridges A into B
 	ss := h.p.st.Editors[editorKey("enwiki", "Eve")].Sessions
-	if len(ss) != 1 || ss[0].Start != at("-20m") || len(ss[0].Pages) != 6 {
+	if len(ss) != 1 || ss[0].Start != at("-20m") || ss[0].Pages.len() != 6 {
 		t.Fatalf("sessions after the bridge: got %d, first %+v; want one from -20m with 6 pages", len(ss), ss[0])
 	}
 	b, err := h.cp.LoadState(1)
