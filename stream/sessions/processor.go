@@ -32,7 +32,7 @@ type Processor struct {
 	now   func() time.Time
 
 	st    *state
-	buf   []byte // SaveState's encoding buffer, reused
+	buf   []byte // SaveState's encoding buffer, reused while small (stream.KeepStateBuffer)
 	edits []edit // Process's on-time rows, reused
 
 	stats      stream.ProcessStats // of the last processed batch
@@ -116,7 +116,7 @@ func (p *Processor) SaveState() ([]byte, error) {
 		}
 	}
 	b := s.encode(kind, p.buf)
-	p.buf = b
+	p.buf = stream.KeepStateBuffer(b)
 	if kind == kindFull {
 		s.lastFull, s.units = s.Version, 0
 	} else {

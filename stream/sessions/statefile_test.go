@@ -39,6 +39,10 @@ func TestDeltaBytesProportionalToChange(t *testing.T) {
 		}
 		if b[4] == kindFull {
 			fulls++
+			if c := cap(h.p.buf); c > stream.MaxKeptStateBuffer {
+				t.Errorf("batch %d: after a %d-byte full snapshot the processor keeps a %d-byte buffer, want at most %d",
+					n, len(b), c, stream.MaxKeptStateBuffer)
+			}
 			continue
 		}
 		deltas++

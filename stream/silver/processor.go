@@ -35,7 +35,7 @@ type Processor struct {
 	now   func() time.Time
 
 	st  *state
-	buf []byte // SaveState's encoding buffer, reused
+	buf []byte // SaveState's encoding buffer, reused while small (stream.KeepStateBuffer)
 
 	lake  *table.Lake // set by NewQuery: rebuilds a lost state from silver.edits
 	query string
@@ -157,7 +157,7 @@ func (p *Processor) SaveState() ([]byte, error) {
 		kind = kindFull
 	}
 	b := s.encode(kind, p.cfg.WatermarkDelay, p.buf)
-	p.buf = b
+	p.buf = stream.KeepStateBuffer(b)
 	if kind == kindFull {
 		s.lastFull, s.deltaEntries = s.version, 0
 	} else {
