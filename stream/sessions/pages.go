@@ -17,7 +17,8 @@ import (
 type pageID uint64
 
 func pageOf(title string) pageID {
-	sum := sha256.Sum256([]byte(title))
+	var buf [256]byte // on the stack: no allocation for titles up to 256 bytes (Wikimedia's limit is 255)
+	sum := sha256.Sum256(append(buf[:0], title...))
 	return pageID(binary.BigEndian.Uint64(sum[:8]))
 }
 
