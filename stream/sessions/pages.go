@@ -72,20 +72,3 @@ func (p *pageSet) all() iter.Seq[pageID] {
 	}
 	return slices.Values(p.small)
 }
-
-// equal reports whether p and q hold the same ids.
-func (p *pageSet) equal(q *pageSet) bool {
-	if p.len() != q.len() {
-		return false
-	}
-	in := map[pageID]bool{}
-	for id := range q.all() {
-		in[id] = true
-	}
-	for id := range p.all() {
-		if !in[id] {
-			return false
-		}
-	}
-	return true
-}

@@ -293,3 +293,20 @@ func abandonBatch(t *testing.T, h *harness, id int64, edits []edit) {
 		t.Fatalf("batch %d: partial state kept after a failed Process", id)
 	}
 }
+
+// equal reports (for diffState) whether p and q hold the same ids.
+func (p *pageSet) equal(q *pageSet) bool {
+	if p.len() != q.len() {
+		return false
+	}
+	in := map[pageID]bool{}
+	for id := range q.all() {
+		in[id] = true
+	}
+	for id := range p.all() {
+		if !in[id] {
+			return false
+		}
+	}
+	return true
+}

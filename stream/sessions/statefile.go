@@ -190,7 +190,14 @@ func appendString(buf []byte, s string) []byte {
 func decodeHeader(b []byte) (stateHeader, error) {
 	format := 0
 	if len(b) >= headerSize+trailerSize {
-		format = map[string]int{stateMagic: 3, magicV2: 2, magicV1: 1}[string(b[:4])]
+		switch string(b[:4]) {
+		case stateMagic:
+			format = 3
+		case magicV2:
+			format = 2
+		case magicV1:
+			format = 1
+		}
 	}
 	if format == 0 {
 		return stateHeader{}, fmt.Errorf("decode session state: %w: bad header", ErrCorruptState)
