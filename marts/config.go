@@ -58,6 +58,12 @@ const (
 	// a bound their memory would grow with the lake; past the bound DuckDB
 	// spills to DuckTempDir.
 	DefaultDuckMemoryLimit = "256MB"
+	// DefaultDuckThreads is DuckDB's threads for a refresh or a check run.
+	// One thread holds less memory at once than one per core (on the
+	// soak's refresh of 80,000 silver rows, a peak 23 MiB above the
+	// process's resting size instead of 29) for a refresh about 7 % longer,
+	// and leaves the other core to the streams the refresh runs beside.
+	DefaultDuckThreads = 1
 )
 
 // Tables owned by this package (besides the gold marts).
@@ -117,6 +123,9 @@ type Config struct {
 	// (main: <data>/tmp/duckdb; "" : a directory under os.TempDir()).
 	DuckMemoryLimit string
 	DuckTempDir     string
+	// DuckThreads is DuckDB's threads for refreshes and checks
+	// (DefaultDuckThreads).
+	DuckThreads int
 
 	// Logger receives run outcomes (slog.Default() when nil).
 	Logger *slog.Logger
@@ -189,6 +198,9 @@ func newMarts(lake lakeAPI, log broker.Log, cfg Config) *Marts {
 	}
 	if cfg.DuckMemoryLimit == "" {
 		cfg.DuckMemoryLimit = DefaultDuckMemoryLimit
+	}
+	if cfg.DuckThreads <= 0 {
+		cfg.DuckThreads = DefaultDuckThreads
 	}
 	if cfg.DuckTempDir == "" {
 		cfg.DuckTempDir = filepath.Join(os.TempDir(), "lakehouse-duckdb")

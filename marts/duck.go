@@ -33,6 +33,8 @@ type duckLimits struct {
 	// TempDir is where DuckDB spills what does not fit (temp_directory);
 	// "" keeps the default.
 	TempDir string
+	// Threads is DuckDB's threads; 0 keeps the default (one per core).
+	Threads int
 }
 
 func openDuck(ctx context.Context) (*duck, error) { return openDuckLimited(ctx, duckLimits{}) }
@@ -43,6 +45,9 @@ func openDuckLimited(ctx context.Context, lim duckLimits) (*duck, error) {
 		stmts := []string{"SET TimeZone = 'UTC'"}
 		if lim.MemoryLimit != "" {
 			stmts = append(stmts, "SET memory_limit = "+quoteString(lim.MemoryLimit))
+		}
+		if lim.Threads > 0 {
+			stmts = append(stmts, fmt.Sprintf("SET threads = %d", lim.Threads))
 		}
 		if lim.TempDir != "" {
 			stmts = append(stmts, "SET temp_directory = "+quoteString(lim.TempDir))
@@ -200,7 +205,8 @@ func arrowSchemaMap(s *arrow.Schema) string {
 }
 
 // openDuck opens the DuckDB database of one scheduled job, bounded by the
-// configured memory limit and spilling to the configured directory.
+// configured memory limit and threads and spilling to the configured
+// directory.
 func (m *Marts) openDuck(ctx context.Context) (*duck, error) {
-	return openDuckLimited(ctx, duckLimits{MemoryLimit: m.cfg.DuckMemoryLimit, TempDir: m.cfg.DuckTempDir})
+	return openDuckLimited(ctx, duckLimits{MemoryLimit: m.cfg.DuckMemoryLimit, TempDir: m.cfg.DuckTempDir, Threads: m.cfg.DuckThreads})
 }

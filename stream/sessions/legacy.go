@@ -52,7 +52,7 @@ func decodeLegacy(b []byte) (*state, error) {
 		if _, dup := s.Editors[k]; dup {
 			return nil, fmt.Errorf("decode session state %d: %w: editor %q/%q twice", ls.Version, ErrCorruptState, le.Wiki, le.User)
 		}
-		ed := &editor{Wiki: le.Wiki, User: le.User}
+		ed := newEditor(k, le.Wiki)
 		for _, ls := range le.Sessions {
 			if ls == nil {
 				return nil, fmt.Errorf("decode session state: %w: null session", ErrCorruptState)

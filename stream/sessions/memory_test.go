@@ -15,7 +15,7 @@ func TestOpenSessionBytesPerPage(t *testing.T) {
 	for _, tc := range []struct {
 		editors, pages int
 		maxPerPage     float64
-	}{{20000, 3, 150}, {500, 400, 40}} {
+	}{{20000, 3, 130}, {500, 400, 40}} {
 		t.Run(fmt.Sprintf("%d pages", tc.pages), func(t *testing.T) {
 			live := func() uint64 {
 				runtime.GC()

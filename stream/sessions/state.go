@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -22,11 +21,20 @@ type session struct {
 
 	// What the batch in progress did to the session, for its delta
 	// (state.dirty lists the editors whose sessions to look at).
-	fresh   bool     // created by this batch: the delta carries it whole
-	touched bool     // an earlier session this batch changed in place
-	base    int64    // when touched: Start before this batch, its key
-	added   []pageID // when touched: the pages this batch added
+	fresh bool          // created by this batch: the delta carries it whole
+	d     *sessionDelta // an earlier session this batch changed in place (touched); nil otherwise
 }
+
+// sessionDelta is what the batch in progress did to an earlier session.
+// It lives only until the batch's state is saved, so an open session does
+// not carry its fields for the rest of its life.
+type sessionDelta struct {
+	base  int64    // Start before this batch, the session's key
+	added []pageID // the pages this batch added
+}
+
+// touched reports whether ss is an earlier session this batch changed.
+func (ss *session) touched() bool { return ss.d != nil }
 
 // held is an edit as a session takes it in: an on-time edit held back
 // until the watermark passes it (see state.add), or one being folded; its
@@ -47,7 +55,15 @@ type editor struct {
 	// Held are the editor's held-back edits, ordered by At.
 	Held []held
 
-	dirty   bool    // in state.dirty
+	// d is what the batch in progress did to the editor; non-nil exactly
+	// while the editor is in state.dirty.
+	d *editorDelta
+}
+
+// editorDelta is what the batch in progress did to an editor, for its
+// delta. Only the editors a batch changed have one, so an open session's
+// editor does not carry these fields between batches; state recycles them.
+type editorDelta struct {
 	removed []int64 // keys (Starts before this batch) of earlier sessions this batch removed
 	folded  int     // held edits of the version before that this batch folded
 	all     bool    // ... all of them, not only those below the watermark
@@ -63,6 +79,7 @@ type state struct {
 
 	holding  map[*editor]struct{} // editors with held edits
 	dirty    []*editor            // editors batch Version changed (some may have left Editors)
+	spare    []*editorDelta       // deltas of earlier batches, for reuse
 	tracked  bool                 // dirty and the sessions' marks describe batch Version
 	lastFull int64                // newest version saved (or loaded) as a full snapshot; -1 none
 	units    int                  // units (see pendingUnits) saved in deltas since lastFull
@@ -74,6 +91,13 @@ func newState(version int64) *state {
 }
 
 func editorKey(wiki, user string) string { return wiki + "\x00" + user }
+
+// newEditor is the editor of key (editorKey(wiki, user)); its Wiki and
+// User share key's bytes, so an editor costs one copy of its name, the
+// state map's key.
+func newEditor(key, wiki string) *editor {
+	return &editor{Wiki: key[:len(wiki)], User: key[len(wiki)+1:]}
+}
 
 // edit is one silver row as sessions sees it.
 type edit struct {
@@ -123,17 +147,18 @@ func (s *state) add(e edit, gap time.Duration, maxLen int64) {
 	k := editorKey(e.Wiki, e.User)
 	ed := s.Editors[k]
 	if ed == nil {
-		// Copies: e's strings point into the batch's Arrow buffers, which
-		// the state would otherwise keep alive for as long as it holds them.
-		ed = &editor{Wiki: strings.Clone(e.Wiki), User: strings.Clone(e.User)}
-		s.Editors[k] = ed // k is a new string
+		// k is a new string: e's strings point into the batch's Arrow
+		// buffers, which the state would otherwise keep alive for as long
+		// as it holds the editor.
+		ed = newEditor(k, e.Wiki)
+		s.Editors[k] = ed
 	}
 	s.markDirty(ed)
 	h := held{At: e.At, Delta: e.Delta, Bot: e.Bot, Page: pageOf(e.Title)}
 	if len(ed.Held) > 0 || ed.nearMax(e.At, maxLen) {
 		i := sort.Search(len(ed.Held), func(i int) bool { return ed.Held[i].At > e.At })
 		ed.Held = slices.Insert(ed.Held, i, h)
-		ed.newHeld = append(ed.newHeld, h)
+		ed.d.newHeld = append(ed.d.newHeld, h)
 		s.holding[ed] = struct{}{}
 		return
 	}
@@ -159,20 +184,23 @@ func (s *state) release(wm int64, gap time.Duration, maxLen int64) {
 		if wm != noTime {
 			n = sort.Search(len(ed.Held), func(i int) bool { return ed.Held[i].At >= wm })
 		}
+		if n > 0 {
+			s.markDirty(ed) // before folding: a fold records what it merges away
+		}
 		for _, h := range ed.Held[:n] {
 			ed.fold(h, g, maxLen)
 		}
 		if n < len(ed.Held) && !ed.nearMax(ed.Held[len(ed.Held)-1].At, maxLen) {
+			s.markDirty(ed)
 			for _, h := range ed.Held[n:] {
 				ed.fold(h, g, maxLen)
 			}
-			n, ed.all = len(ed.Held), true
+			n, ed.d.all = len(ed.Held), true
 		}
 		if n == 0 {
 			continue
 		}
-		s.markDirty(ed)
-		ed.folded = n
+		ed.d.folded = n
 		rest := copy(ed.Held, ed.Held[n:])
 		clear(ed.Held[rest:])
 		ed.Held = ed.Held[:rest]
@@ -263,15 +291,15 @@ func (ss *session) addPage(p pageID) {
 	if !ss.Pages.add(p) {
 		return
 	}
-	if ss.touched {
-		ss.added = append(ss.added, p)
+	if ss.d != nil {
+		ss.d.added = append(ss.d.added, p)
 	}
 }
 
 // touch marks an earlier session as changed by this batch, keeping its key.
 func (ss *session) touch() {
-	if !ss.fresh && !ss.touched {
-		ss.touched, ss.base = true, ss.Start
+	if !ss.fresh && ss.d == nil {
+		ss.d = &sessionDelta{base: ss.Start}
 	}
 }
 
@@ -280,29 +308,48 @@ func (ss *session) touch() {
 func (ed *editor) drop(ss *session) {
 	switch {
 	case ss.fresh:
-	case ss.touched:
-		ed.removed = append(ed.removed, ss.base)
+	case ss.d != nil:
+		ed.d.removed = append(ed.d.removed, ss.d.base)
 	default:
-		ed.removed = append(ed.removed, ss.Start)
+		ed.d.removed = append(ed.d.removed, ss.Start)
 	}
 }
 
+// markDirty gives ed a delta for the batch in progress (and lists it in
+// s.dirty) unless it has one; everything that records into ed.d calls it
+// first.
 func (s *state) markDirty(ed *editor) {
-	if !ed.dirty {
-		ed.dirty = true
-		s.dirty = append(s.dirty, ed)
+	if ed.d != nil {
+		return
 	}
+	if n := len(s.spare); n > 0 {
+		ed.d, s.spare = s.spare[n-1], s.spare[:n-1]
+	} else {
+		ed.d = &editorDelta{}
+	}
+	s.dirty = append(s.dirty, ed)
 }
+
+// maxSpareHeld bounds the held-edit capacity a recycled editorDelta keeps,
+// so one burst of held edits does not stay allocated for good.
+const maxSpareHeld = 256
 
 // resetDelta forgets what the previous batch changed; it costs what that
 // batch changed, not the size of the state.
 func (s *state) resetDelta() {
 	for _, ed := range s.dirty {
 		for _, ss := range ed.Sessions {
-			ss.fresh, ss.touched, ss.base, ss.added = false, false, 0, ss.added[:0]
+			ss.fresh, ss.d = false, nil
 		}
-		ed.dirty, ed.removed = false, ed.removed[:0]
-		ed.folded, ed.all, ed.newHeld = 0, false, ed.newHeld[:0]
+		d := ed.d
+		ed.d = nil
+		d.removed, d.folded, d.all = d.removed[:0], 0, false
+		if cap(d.newHeld) > maxSpareHeld {
+			d.newHeld = nil
+		}
+		clear(d.newHeld)
+		d.newHeld = d.newHeld[:0]
+		s.spare = append(s.spare, d)
 	}
 	clear(s.dirty)
 	s.dirty, s.tracked = s.dirty[:0], false
@@ -314,13 +361,13 @@ func (s *state) resetDelta() {
 func (s *state) pendingUnits() int {
 	n := 0
 	for _, ed := range s.dirty {
-		n += len(ed.removed) + len(ed.newHeld)
+		n += len(ed.d.removed) + len(ed.d.newHeld)
 		for _, ss := range ed.Sessions {
 			switch {
 			case ss.fresh:
 				n += 1 + ss.Pages.len()
-			case ss.touched:
-				n += 1 + len(ss.added)
+			case ss.d != nil:
+				n += 1 + len(ss.d.added)
 			}
 		}
 	}

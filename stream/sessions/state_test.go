@@ -212,7 +212,9 @@ func TestStateRebuildProperty(t *testing.T) {
 					}
 				}
 				for ed := range h.p.st.holding {
-					held += len(ed.newHeld)
+					if ed.d != nil {
+						held += len(ed.d.newHeld)
+					}
 				}
 				if want := ref.close(t, wm, gap.Microseconds()); !slices.Equal(rows, want) {
 					t.Fatalf("batch %d: got %v, want (reference) %v", n, rows, want)

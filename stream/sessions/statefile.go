@@ -106,11 +106,11 @@ func (s *state) encode(kind byte, dst []byte) []byte {
 
 // changed reports whether ed has anything for batch Version's delta.
 func (ed *editor) changed() bool {
-	if len(ed.removed) > 0 || ed.folded > 0 || len(ed.newHeld) > 0 {
+	if len(ed.d.removed) > 0 || ed.d.folded > 0 || len(ed.d.newHeld) > 0 {
 		return true
 	}
 	for _, ss := range ed.Sessions {
-		if ss.fresh || ss.touched {
+		if ss.fresh || ss.touched() {
 			return true
 		}
 	}
@@ -122,7 +122,7 @@ func appendEditor(buf []byte, ed *editor, delta bool) []byte {
 	buf = appendString(buf, ed.User)
 	n := 0
 	for _, ss := range ed.Sessions {
-		if !delta || ss.fresh || ss.touched {
+		if !delta || ss.fresh || ss.touched() {
 			n++
 		}
 	}
@@ -135,10 +135,10 @@ func appendEditor(buf []byte, ed *editor, delta bool) []byte {
 			for p := range ss.Pages.all() {
 				buf = binary.LittleEndian.AppendUint64(buf, uint64(p))
 			}
-		case ss.touched:
-			buf = appendScalars(buf, opUpdated, ss.base, ss)
-			buf = binary.AppendUvarint(buf, uint64(len(ss.added)))
-			for _, p := range ss.added {
+		case ss.touched():
+			buf = appendScalars(buf, opUpdated, ss.d.base, ss)
+			buf = binary.AppendUvarint(buf, uint64(len(ss.d.added)))
+			for _, p := range ss.d.added {
 				buf = binary.LittleEndian.AppendUint64(buf, uint64(p))
 			}
 		}
@@ -147,11 +147,11 @@ func appendEditor(buf []byte, ed *editor, delta bool) []byte {
 		buf = binary.AppendUvarint(buf, 0)
 		return appendHeld(buf, true, ed.Held)
 	}
-	buf = binary.AppendUvarint(buf, uint64(len(ed.removed)))
-	for _, k := range ed.removed {
+	buf = binary.AppendUvarint(buf, uint64(len(ed.d.removed)))
+	for _, k := range ed.d.removed {
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(k))
 	}
-	return appendHeld(buf, ed.all, ed.newHeld)
+	return appendHeld(buf, ed.d.all, ed.d.newHeld)
 }
 
 func appendHeld(buf []byte, all bool, hs []held) []byte {
@@ -249,7 +249,7 @@ func (s *state) applyEditor(r *reader, h stateHeader, seen map[string]bool) (int
 	seen[k] = true
 	ed := s.Editors[k]
 	if ed == nil {
-		ed = &editor{Wiki: wiki, User: user}
+		ed = newEditor(k, wiki)
 	}
 	old := ed.Sessions
 	keys := make([]int64, len(old)) // the keys of version-1, before updates move starts
