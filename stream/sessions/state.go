@@ -331,8 +331,12 @@ func (s *state) markDirty(ed *editor) {
 }
 
 // maxSpareHeld bounds the held-edit capacity a recycled editorDelta keeps,
-// so one burst of held edits does not stay allocated for good.
-const maxSpareHeld = 256
+// and maxSpare how many the state keeps, so one large batch does not stay
+// allocated for good.
+const (
+	maxSpareHeld = 256
+	maxSpare     = 1024
+)
 
 // resetDelta forgets what the previous batch changed; it costs what that
 // batch changed, not the size of the state.
@@ -349,7 +353,9 @@ func (s *state) resetDelta() {
 		}
 		clear(d.newHeld)
 		d.newHeld = d.newHeld[:0]
-		s.spare = append(s.spare, d)
+		if len(s.spare) < maxSpare {
+			s.spare = append(s.spare, d)
+		}
 	}
 	clear(s.dirty)
 	s.dirty, s.tracked = s.dirty[:0], false
