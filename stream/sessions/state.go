@@ -347,12 +347,10 @@ func (s *state) resetDelta() {
 		}
 		d := ed.d
 		ed.d = nil
-		d.removed, d.folded, d.all = d.removed[:0], 0, false
+		d.removed, d.folded, d.all, d.newHeld = d.removed[:0], 0, false, d.newHeld[:0] // held has no pointers: nothing to clear
 		if cap(d.newHeld) > maxSpareHeld {
 			d.newHeld = nil
 		}
-		clear(d.newHeld)
-		d.newHeld = d.newHeld[:0]
 		if len(s.spare) < maxSpare {
 			s.spare = append(s.spare, d)
 		}
