@@ -125,6 +125,9 @@ type Lake struct {
 	notify   map[string]chan struct{} // ident -> closed at the next commit
 
 	locks sync.Map // ident -> *sync.Mutex: one committer per table at a time in this Lake
+
+	appendsMu sync.Mutex
+	appends   map[string]appendHistory // ident -> main's appends of its current metadata file
 }
 
 // lockTable serialises the commits this Lake makes to ident (a stream's

@@ -58,20 +58,22 @@ func mainAncestry(tbl *icetable.Table) []icetable.Snapshot {
 // snapshots from compaction and overwrites are skipped (they add no new
 // rows). It returns ErrSnapshotNotFound if after is no longer in main's
 // history (it was expired: a reader must protect what it has not consumed).
+// The Snapshots' Summary maps are shared between calls: read them only.
 func (l *Lake) AppendsAfter(ctx context.Context, ident string, after int64) ([]Snapshot, error) {
 	tbl, err := l.load(ctx, ident)
 	if err != nil {
 		return nil, err
 	}
-	var out []Snapshot
+	h := l.appendHistoryOf(ident, tbl)
 	found := after == 0
-	for _, s := range mainAncestry(tbl) {
-		if s.SnapshotID == after {
+	var out []Snapshot
+	for i, id := range h.ids {
+		if id == after {
 			found = true
 			break
 		}
-		if s.Summary != nil && s.Summary.Operation == icetable.OpAppend {
-			out = append(out, toSnapshot(s))
+		if s := h.snaps[i]; s.ID != 0 {
+			out = append(out, s)
 		}
 	}
 	if !found {
@@ -79,6 +81,44 @@ func (l *Lake) AppendsAfter(ctx context.Context, ident string, after int64) ([]S
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// appendHistory is main's ancestry in one metadata file, newest first: every
+// snapshot id, and beside it the Snapshot of an append (zero for the
+// others). Downstream queries ask AppendsAfter on every poll and batch, and
+// iceberg-go's accessors clone each snapshot they hand out, summary map
+// included, so the walk is done once per metadata file. The Snapshots'
+// summaries are shared by every caller and must not be changed.
+type appendHistory struct {
+	loc   string
+	ids   []int64
+	snaps []Snapshot
+}
+
+func (l *Lake) appendHistoryOf(ident string, tbl *icetable.Table) appendHistory {
+	loc := tbl.MetadataLocation()
+	l.appendsMu.Lock()
+	h, ok := l.appends[ident]
+	l.appendsMu.Unlock()
+	if ok && h.loc == loc {
+		return h
+	}
+	h = appendHistory{loc: loc}
+	for _, s := range mainAncestry(tbl) {
+		h.ids = append(h.ids, s.SnapshotID)
+		var sn Snapshot
+		if s.Summary != nil && s.Summary.Operation == icetable.OpAppend {
+			sn = toSnapshot(s)
+		}
+		h.snaps = append(h.snaps, sn)
+	}
+	l.appendsMu.Lock()
+	if l.appends == nil {
+		l.appends = map[string]appendHistory{}
+	}
+	l.appends[ident] = h
+	l.appendsMu.Unlock()
+	return h
 }
 
 // ReadAppended returns the rows added by snapshot snapshotID of ident, in the

@@ -93,6 +93,10 @@ type Schema struct {
 	// failure (3333e9b) for cache-parsed custom-typed writers.
 	customBaked bool
 
+	// rootTree is a private copy of the tree Root built first; later calls
+	// hand out clones of it (lakehouse patch, lakehouse_patch.go).
+	rootTree atomic.Pointer[SchemaNode]
+
 	// slabFree marks a schema whose compiled deser provably never touches
 	// the per-call *slab: a scalar leaf kind (see slabFreeKinds) with no
 	// custom-decoder wiring anywhere (customBaked covers both this parse's

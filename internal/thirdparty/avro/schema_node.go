@@ -264,6 +264,9 @@ type deduper struct {
 // Root re-parses the JSON on each call. Cache the result if you access it
 // repeatedly (e.g. in a per-message loop).
 func (s *Schema) Root() *SchemaNode {
+	if kept := s.rootTree.Load(); kept != nil { // lakehouse patch (lakehouse_patch.go)
+		return cloneRoot(kept)
+	}
 	raw, err := unmarshalAnyPreservePrecision(s.full)
 	if err != nil {
 		panic("avro: Schema.Root: invalid stored JSON: " + err.Error())
@@ -277,6 +280,7 @@ func (s *Schema) Root() *SchemaNode {
 	// the default fixup resolved through, so the two surfaces cannot bind a
 	// reference differently.
 	stampNameRefs(&n, table, "")
+	s.rootTree.CompareAndSwap(nil, cloneRoot(&n)) // lakehouse patch: keep a private copy
 	return &n
 }
 
