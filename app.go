@@ -219,9 +219,10 @@ type pipeline struct {
 	db    *broker.DB
 	lake  *table.Lake
 
-	tel    *telemetry
-	health *health
-	notify notifier
+	tel     *telemetry
+	health  *health
+	notify  notifier
+	release *releaser // hands the heap back after a refresh or compaction
 
 	mu      sync.Mutex
 	httpURL string // base URL of the HTTP surface once it listens
@@ -267,7 +268,7 @@ func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipe
 	if rh, ok := log.Handler().(*ringHandler); ok {
 		tel.logs = rh.ring
 	}
-	return &pipeline{flags: f, log: log, db: db, lake: lake, queries: map[string]*stream.Query{},
+	return &pipeline{flags: f, log: log, db: db, lake: lake, release: newReleaser(), queries: map[string]*stream.Query{},
 		tel: tel, health: newHealth(defaultHealthRules, log), notify: notifier{log: log}}, nil
 }
 

@@ -62,6 +62,7 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 		Protect:       p.protect,
 		DuckTempDir:   filepath.Join(p.flags.data, "tmp", "duckdb"),
 		Logger:        p.log,
+		OnRun:         p.release.afterJob,
 	})
 	p.mu.Lock()
 	p.marts = m

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"runtime/debug"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +47,8 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	var released atomic.Int64
+	p.release.free = func() { released.Add(1); debug.FreeOSMemory() }
 	errc := make(chan error, 1)
 	go func() { errc <- p.run(ctx, io.Discard) }()
 
@@ -109,6 +113,10 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 	}
 	if maxSnaps[table.Bronze] == 0 || maxSnaps[table.SilverEdits] == 0 {
 		t.Errorf("inconclusive: bronze or silver never sampled (%v)", maxSnaps)
+	}
+	// The heap a compaction used is handed back after it (releaseAfterJob).
+	if released.Load() == 0 {
+		t.Errorf("no compaction handed its heap back to the operating system (last compaction run: %q)", p.marts.LastRun(marts.JobCompact).ID)
 	}
 	if late > early+16<<20 {
 		t.Errorf("live heap grew from %.1f MiB to %.1f MiB over the run, want at most 16 MiB more",
