@@ -106,7 +106,9 @@ func startChild(t *testing.T, dir, mode, hook string, skip int) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -121,10 +123,12 @@ func startChild(t *testing.T, dir, mode, hook string, skip int) *child {
 				}
 			}
 		}
+		_, _ = io.Copy(io.Discard, pr) // never block the child on a full pipe
 	}()
 	go func() {
 		err := cmd.Wait()
 		pw.Close()
+		<-scanned // every line, including a fault marker printed just before the kill, is in c.stderr
 		c.done <- err
 	}()
 	return c
