@@ -114,7 +114,7 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 	if maxSnaps[table.Bronze] == 0 || maxSnaps[table.SilverEdits] == 0 {
 		t.Errorf("inconclusive: bronze or silver never sampled (%v)", maxSnaps)
 	}
-	// The heap a compaction used is handed back after it (releaseAfterJob).
+	// The heap a compaction used is handed back after it (releaser.afterJob).
 	if released.Load() == 0 {
 		t.Errorf("no compaction handed its heap back to the operating system (last compaction run: %q)", p.marts.LastRun(marts.JobCompact).ID)
 	}

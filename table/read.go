@@ -67,13 +67,13 @@ func (l *Lake) AppendsAfter(ctx context.Context, ident string, after int64) ([]S
 	h := l.appendHistoryOf(ident, tbl)
 	found := after == 0
 	var out []Snapshot
-	for i, id := range h.ids {
-		if id == after {
+	for _, a := range h.ancestors {
+		if a.id == after {
 			found = true
 			break
 		}
-		if s := h.snaps[i]; s.ID != 0 {
-			out = append(out, s)
+		if a.append {
+			out = append(out, a.snap)
 		}
 	}
 	if !found {
@@ -83,16 +83,20 @@ func (l *Lake) AppendsAfter(ctx context.Context, ident string, after int64) ([]S
 	return out, nil
 }
 
-// appendHistory is main's ancestry in one metadata file, newest first: every
-// snapshot id, and beside it the Snapshot of an append (zero for the
-// others). Downstream queries ask AppendsAfter on every poll and batch, and
+// appendHistory is main's ancestry in one metadata file, newest first, with
+// the Snapshot of each append. Downstream queries ask AppendsAfter on every poll and batch, and
 // iceberg-go's accessors clone each snapshot they hand out, summary map
 // included, so the walk is done once per metadata file. The Snapshots'
 // summaries are shared by every caller and must not be changed.
 type appendHistory struct {
-	loc   string
-	ids   []int64
-	snaps []Snapshot
+	loc       string
+	ancestors []ancestor
+}
+
+type ancestor struct {
+	id     int64
+	append bool
+	snap   Snapshot // set for an append only
 }
 
 func (l *Lake) appendHistoryOf(ident string, tbl *icetable.Table) appendHistory {
@@ -105,12 +109,11 @@ func (l *Lake) appendHistoryOf(ident string, tbl *icetable.Table) appendHistory 
 	}
 	h = appendHistory{loc: loc}
 	for _, s := range mainAncestry(tbl) {
-		h.ids = append(h.ids, s.SnapshotID)
-		var sn Snapshot
-		if s.Summary != nil && s.Summary.Operation == icetable.OpAppend {
-			sn = toSnapshot(s)
+		a := ancestor{id: s.SnapshotID, append: s.Summary != nil && s.Summary.Operation == icetable.OpAppend}
+		if a.append {
+			a.snap = toSnapshot(s)
 		}
-		h.snaps = append(h.snaps, sn)
+		h.ancestors = append(h.ancestors, a)
 	}
 	l.appendsMu.Lock()
 	if l.appends == nil {

@@ -9,7 +9,11 @@ package avro
 // earlier from the same text. Options change what a parse yields; those
 // parses are never cached.
 
-import "sync"
+import (
+	"bytes"
+	"slices"
+	"sync"
+)
 
 // maxCachedSchemas bounds the cache. iceberg-go uses a few distinct texts
 // per table (the manifest list's, one manifest-entry schema per partition
@@ -69,8 +73,8 @@ func cloneRoot(src *SchemaNode) *SchemaNode {
 func cloneNodeInto(dst, src *SchemaNode) {
 	*dst = *src
 	dst.refTarget, dst.refNS = nil, ""
-	dst.Aliases = cloneStrings(src.Aliases)
-	dst.Symbols = cloneStrings(src.Symbols)
+	dst.Aliases = slices.Clone(src.Aliases)
+	dst.Symbols = slices.Clone(src.Symbols)
 	dst.Props = cloneProps(src.Props)
 	if src.Fields != nil {
 		dst.Fields = make([]SchemaField, len(src.Fields))
@@ -79,7 +83,7 @@ func cloneNodeInto(dst, src *SchemaNode) {
 			*f = *g
 			cloneNodeInto(&f.Type, &g.Type)
 			f.Default = cloneJSON(g.Default)
-			f.Aliases = cloneStrings(g.Aliases)
+			f.Aliases = slices.Clone(g.Aliases)
 			f.Props = cloneProps(g.Props)
 		}
 	}
@@ -97,14 +101,6 @@ func cloneNodeInto(dst, src *SchemaNode) {
 			cloneNodeInto(&dst.Branches[i], &src.Branches[i])
 		}
 	}
-}
-
-// cloneStrings copies s, keeping nil nil and empty empty.
-func cloneStrings(s []string) []string {
-	if s == nil {
-		return nil
-	}
-	return append(make([]string, 0, len(s)), s...)
 }
 
 func cloneProps(m map[string]any) map[string]any {
@@ -135,10 +131,7 @@ func cloneJSON(v any) any {
 		}
 		return out
 	case []byte:
-		if x == nil {
-			return x
-		}
-		return append(make([]byte, 0, len(x)), x...)
+		return bytes.Clone(x)
 	default:
 		return v
 	}
