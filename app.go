@@ -422,6 +422,8 @@ func runtimeStatus() *verify.RuntimeStatus {
 		{Name: "/gc/heap/live:bytes"},
 		{Name: "/gc/cycles/total:gc-cycles"},
 		{Name: "/sched/goroutines:goroutines"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
 	}
 	metrics.Read(samples)
 	v := func(i int) uint64 {
@@ -436,5 +438,6 @@ func runtimeStatus() *verify.RuntimeStatus {
 		LiveHeapBytes:  v(3),
 		GCCycles:       v(4),
 		Goroutines:     v(5),
+		HeldBytes:      v(6) - min(v(6), v(7)),
 	}
 }

@@ -37,10 +37,15 @@ type SoakSummary struct {
 	AnonSlopeMiBPerHour float64 `json:"anon_rss_slope_mib_per_h"`
 	HeapSlopeMiBPerHour float64 `json:"heap_in_use_slope_mib_per_h"`
 	LiveSlopeMiBPerHour float64 `json:"live_heap_slope_mib_per_h"`
-	EndGoroutines       uint64  `json:"end_goroutines"`
-	MaxGoroutines       uint64  `json:"max_goroutines"`
-	MeanCPUPercent      float64 `json:"mean_cpu_percent"`    // of one core, over the feeding time
-	HarnessCPUPercent   float64 `json:"harness_cpu_percent"` // this process (replay server, observer), same unit
+	// HeldSlopeMiBPerHour is the slope of what the Go runtime holds from the
+	// OS, OutsideGoSlopeMiBPerHour that of the anonymous RSS outside it (C
+	// code and libc); zero when the appliance did not report HeldBytes.
+	HeldSlopeMiBPerHour      float64 `json:"go_held_slope_mib_per_h"`
+	OutsideGoSlopeMiBPerHour float64 `json:"outside_go_slope_mib_per_h"`
+	EndGoroutines            uint64  `json:"end_goroutines"`
+	MaxGoroutines            uint64  `json:"max_goroutines"`
+	MeanCPUPercent           float64 `json:"mean_cpu_percent"`    // of one core, over the feeding time
+	HarnessCPUPercent        float64 `json:"harness_cpu_percent"` // this process (replay server, observer), same unit
 
 	// Queries: each query's mean batch and commit durations in the first
 	// and the second half of the feeding.
@@ -184,6 +189,10 @@ func summarize(res *SoakResult) SoakSummary {
 	sum.AnonSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.AnonBytes) / mib }, false)
 	sum.HeapSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.HeapInUseBytes) / mib }, true)
 	sum.LiveSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.LiveHeapBytes) / mib }, true)
+	if held := func(s SoakSample) bool { return s.StatusOK && s.Runtime.HeldBytes > 0 }; slices.ContainsFunc(half, held) {
+		sum.HeldSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.HeldBytes) / mib }, true)
+		sum.OutsideGoSlopeMiBPerHour = slope(func(s SoakSample) float64 { return outsideGoMiB(s) }, true)
+	}
 	sum.Queries = querySummaries(feeding, sum.DurationSeconds/2)
 	if n := len(feeding); n > 0 {
 		last := feeding[n-1]
@@ -351,6 +360,9 @@ func soakMarkdown(name string, rep SoakReport) string {
 	}
 	row("RSS slope, second half", "%+.1f MiB/h (anon %+.1f MiB/h)", s.RSSSlopeMiBPerHour, s.AnonSlopeMiBPerHour)
 	row("Go heap slope, second half", "in use %+.1f MiB/h, live after GC %+.1f MiB/h", s.HeapSlopeMiBPerHour, s.LiveSlopeMiBPerHour)
+	if s.HeldSlopeMiBPerHour != 0 || s.OutsideGoSlopeMiBPerHour != 0 {
+		row("anonymous RSS slope by owner, second half", "held by Go %+.1f MiB/h, outside Go (DuckDB, libc) %+.1f MiB/h", s.HeldSlopeMiBPerHour, s.OutsideGoSlopeMiBPerHour)
+	}
 	row("goroutines (end / max)", "%d / %d", s.EndGoroutines, s.MaxGoroutines)
 	row("mean CPU, one core = 100 %", "%.1f %% (the harness itself: %.1f %%)", s.MeanCPUPercent, s.HarnessCPUPercent)
 	row("freshness p50 / p95 / p99 / max", "%.2f / %.2f / %.2f / %.2f s (%s rows)", s.FreshP50, s.FreshP95, s.FreshP99, s.FreshMax, humanize.Count(s.FreshRows))
@@ -392,7 +404,7 @@ func soakMarkdown(name string, rep SoakReport) string {
 	fmt.Fprintf(&b, "\n![RSS, anonymous RSS and CPU over time](%s.svg)\n", name)
 
 	b.WriteString("\n## Samples\n\nAbout twenty of them, evenly spaced; every sample is in the JSON.\n\n")
-	b.WriteString("| elapsed | sent | ev/s | RSS MiB | anon MiB | heap MiB | live MiB | CPU % | bronze snapshots | silver snapshots | bronze metadata.json | data dir | fresh p95 s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| elapsed | sent | ev/s | RSS MiB | anon MiB | heap MiB | live MiB | Go held MiB | CPU % | bronze snapshots | silver snapshots | bronze metadata.json | data dir | fresh p95 s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	step := max(1, len(res.Samples)/20)
 	for i, smp := range res.Samples {
 		if i%step != 0 && i != len(res.Samples)-1 {
@@ -403,10 +415,10 @@ func soakMarkdown(name string, rep SoakReport) string {
 			fp = fmt.Sprintf("%.2f", smp.FreshP95)
 		}
 		br, sv := smp.Tables["bronze.recentchange"], smp.Tables["silver.edits"]
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d | %s | %s | %s |\n",
 			time.Duration(smp.Elapsed*float64(time.Second)).Round(time.Second), humanize.Count(smp.Sent), smp.Rate,
 			float64(smp.RSSBytes)/mib, float64(smp.AnonBytes)/mib, float64(smp.Runtime.HeapInUseBytes)/mib, float64(smp.Runtime.LiveHeapBytes)/mib,
-			smp.CPUPercent, br.Snapshots, sv.Snapshots, bytesText(br.MetadataBytes), bytesText(smp.DataDirBytes), fp)
+			float64(smp.Runtime.HeldBytes)/mib, smp.CPUPercent, br.Snapshots, sv.Snapshots, bytesText(br.MetadataBytes), bytesText(smp.DataDirBytes), fp)
 	}
 	return b.String()
 }
@@ -485,4 +497,10 @@ func niceCeil(v float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// outsideGoMiB is the anonymous RSS the Go runtime does not hold: C code
+// (DuckDB's allocations) and libc.
+func outsideGoMiB(s SoakSample) float64 {
+	return (float64(s.AnonBytes) - float64(s.Runtime.HeldBytes)) / mib
 }

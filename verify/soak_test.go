@@ -160,7 +160,8 @@ func TestSummarize(t *testing.T) {
 		res.Samples = append(res.Samples, SoakSample{
 			Elapsed: el, Feeding: true, StatusOK: true, Sent: int64(el * 35),
 			RSSBytes: rss, AnonBytes: rss / 2,
-			Runtime:    RuntimeStatus{HeapInUseBytes: uint64((100 + el/hour*12) * mib), LiveHeapBytes: 50 << 20, Goroutines: uint64(30 + i%3)},
+			Runtime: RuntimeStatus{HeapInUseBytes: uint64((100 + el/hour*12) * mib), LiveHeapBytes: 50 << 20, Goroutines: uint64(30 + i%3),
+				HeldBytes: uint64((20 + el/hour*8) * mib)},
 			CPUSeconds: 2 + el*0.25, // a quarter of a core
 			WriteBytes: 1<<20 + int64(el*1000), DataDirBytes: int64(el * 500),
 			Tables: tablesAt(i),
@@ -179,6 +180,8 @@ func TestSummarize(t *testing.T) {
 	near("RSS slope", s.RSSSlopeMiBPerHour, 30)
 	near("heap slope", s.HeapSlopeMiBPerHour, 12)
 	near("live heap slope", s.LiveSlopeMiBPerHour, 0)
+	near("Go held slope", s.HeldSlopeMiBPerHour, 8)
+	near("outside Go slope", s.OutsideGoSlopeMiBPerHour, 30.0/2-8)
 	near("mean CPU", s.MeanCPUPercent, 25)
 	near("harness CPU", s.HarnessCPUPercent, 1)
 	near("mean rate", s.MeanRate, 35)

@@ -30,8 +30,12 @@ type RuntimeStatus struct {
 	HeapInUseBytes uint64 `json:"heap_in_use_bytes"` // spans in use: objects plus their free slots (MemStats.HeapInuse)
 	HeapObjects    uint64 `json:"heap_objects"`      // objects allocated and not yet freed
 	LiveHeapBytes  uint64 `json:"live_heap_bytes"`   // heap the last GC cycle marked live
-	GCCycles       uint64 `json:"gc_cycles"`         // completed GC cycles
-	Goroutines     uint64 `json:"goroutines"`
+	// HeldBytes is all the memory the Go runtime has mapped and not handed
+	// back to the OS (heap, stacks, runtime metadata): the part of the
+	// anonymous RSS that is Go's; the rest is C code (DuckDB) and libc.
+	HeldBytes  uint64 `json:"held_bytes,omitempty"`
+	GCCycles   uint64 `json:"gc_cycles"` // completed GC cycles
+	Goroutines uint64 `json:"goroutines"`
 }
 
 // QueryStatus is one streaming query in Status.
