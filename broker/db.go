@@ -43,8 +43,8 @@ type Options struct {
 	MaxGroupBytes int
 	// OpenTimeout bounds the wait for the file lock held by another process.
 	OpenTimeout time.Duration
-	// ReleaseMappedBytes: after this many bytes of records were read or
-	// appended, the broker releases the pages of its memory map that reads
+	// ReleaseMappedBytes: after this many bytes of records were read,
+	// appended or walked by retention, the broker releases the pages of its memory map that reads
 	// and commits made resident (see ReleaseMapped).
 	// DefaultReleaseMappedBytes when 0; negative: never.
 	ReleaseMappedBytes int64
@@ -77,7 +77,7 @@ type DB struct {
 	appendCh chan *appendReq
 	stopped  chan struct{}
 
-	mappedSinceRelease atomic.Int64 // record bytes read or appended since the last ReleaseMapped
+	mappedSinceRelease atomic.Int64 // record bytes read, appended or trimmed since the last ReleaseMapped
 	slabs              [][]byte     // encode buffers reused between group commits (committer goroutine only)
 }
 

@@ -4,8 +4,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// DefaultReleaseMappedBytes is how many bytes of records are read or
-// appended between two releases of broker.db's resident map pages: the
+// DefaultReleaseMappedBytes is how many bytes of records are read,
+// appended or walked by retention between two releases of broker.db's resident map pages: the
 // most the map adds to RSS between releases (at 35 events/s, about every
 // three minutes; at 64 MiB the soak's RSS climbed 50 MiB in ten minutes).
 const DefaultReleaseMappedBytes = 16 << 20
@@ -15,9 +15,10 @@ const DefaultReleaseMappedBytes = 16 << 20
 // reads a backlog once) and pages a commit reads on its way down the tree
 // (copy-on-write moves the rightmost leaves to new pages on every commit).
 // So the process's RSS grew with the log, by a third of what was appended
-// and all of what was read, although those pages are only file cache the
-// kernel could drop. The broker therefore releases them every
-// ReleaseMappedBytes of records read or appended. The page cache keeps the
+// and all of what was read (retention reads every record it trims, to
+// check its age), although those pages are only file cache the kernel
+// could drop. The broker therefore releases them every ReleaseMappedBytes
+// of records read, appended or trimmed. The page cache keeps the
 // data; a later access faults the page back in from it (a minor fault, no
 // disk read while the cache holds it).
 

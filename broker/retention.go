@@ -50,6 +50,7 @@ func (d *DB) Retain(ctx context.Context, topic string, r Retention) (int64, erro
 				return total, err
 			}
 			removed := 0
+			var walked int64 // record bytes the walk read through the map
 			err := d.db.Update(func(tx *bolt.Tx) error {
 				tb := tx.Bucket(topicBucketName(topic))
 				st, err := decodeState(tb.Get(partKey('s', p)))
@@ -68,6 +69,7 @@ func (d *DB) Retain(ctx context.Context, topic string, r Retention) (int64, erro
 					if off >= limit {
 						break
 					}
+					walked += int64(len(k) + len(v))
 					var m Message
 					if err := decodeRecord(v, &m); err != nil {
 						return fmt.Errorf("%s/%d@%d: %w", topic, p, off, err)
@@ -92,6 +94,7 @@ func (d *DB) Retain(ctx context.Context, topic string, r Retention) (int64, erro
 				}
 				return tb.Put(partKey('s', p), st.encode())
 			})
+			d.noteMapped(walked) // a trim reads what it deletes, like a consumer
 			if err != nil {
 				return total, fmt.Errorf("retain %s/%d: %w", topic, p, err)
 			}
