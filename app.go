@@ -381,10 +381,13 @@ func (p *pipeline) addQuery(name string, q *stream.Query) {
 // lag reads its source (for silver and sessions, table metadata), so a
 // caller that needs only some queries names them (none: all).
 func (p *pipeline) status(ctx context.Context, only ...string) verify.Status {
-	st := verify.Status{Topics: map[string]int64{}, Queries: map[string]verify.QueryStatus{}}
+	st := verify.Status{Topics: map[string]int64{}, Appended: map[string]int64{}, Queries: map[string]verify.QueryStatus{}}
 	if topics, err := p.db.Topics(ctx); err == nil {
 		for _, t := range topics {
 			st.Topics[t.Name] = t.Messages()
+			for _, part := range t.Partitions {
+				st.Appended[t.Name] += part.End // offsets are dense from 0: End records were stored
+			}
 		}
 	}
 	p.mu.Lock()

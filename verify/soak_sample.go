@@ -118,7 +118,7 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 			if err == nil {
 				s.bar.SetNote(drainNote(st, counts.OnTime))
 			}
-			if err == nil && st.Drained(DefaultTopic, counts.OnTime) && st.Topics[DefaultDLQTopic] >= counts.Violations &&
+			if err == nil && st.Drained(DefaultTopic, counts.OnTime) && st.Stored(DefaultDLQTopic) >= counts.Violations &&
 				s.replay.Counts().Sent >= counts.Events {
 				stable++
 			} else {
@@ -132,7 +132,7 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 			if time.Since(drainStart) > s.cfg.DrainTimeout {
 				s.take(ctx, false)
 				return fmt.Errorf("soak: the pipeline did not drain within %s of the last event (broker %d of %d; %s); see %s",
-					s.cfg.DrainTimeout, st.Topics[DefaultTopic], counts.OnTime, st.Lags(), s.cfg.LogPath)
+					s.cfg.DrainTimeout, st.Stored(DefaultTopic), counts.OnTime, st.Lags(), s.cfg.LogPath)
 			}
 		}
 	}

@@ -19,9 +19,12 @@ import (
 // and goroutines. Prove polls it to kill the child mid-backlog and to know
 // when the pipeline has drained; Soak samples it.
 type Status struct {
-	Topics  map[string]int64       `json:"topics"`
-	Queries map[string]QueryStatus `json:"queries"`
-	Runtime *RuntimeStatus         `json:"runtime,omitempty"`
+	Topics map[string]int64 `json:"topics"` // messages the broker holds now
+	// Appended is, per topic, every message the broker ever stored: what
+	// it holds plus what retention trimmed (absent from older appliances).
+	Appended map[string]int64       `json:"appended,omitempty"`
+	Queries  map[string]QueryStatus `json:"queries"`
+	Runtime  *RuntimeStatus         `json:"runtime,omitempty"`
 }
 
 // RuntimeStatus is the appliance process's Go runtime in Status, read from
@@ -88,11 +91,20 @@ func fetchStatus(ctx context.Context, base string, queries ...string) (Status, e
 	return s, nil
 }
 
-// Drained reports whether topic holds at least want messages and every
-// query in the status has no lag and no error. A status with no queries is
-// never drained.
+// Stored is how many messages topic ever stored: Appended, or what it
+// holds when the status has no Appended.
+func (s Status) Stored(topic string) int64 {
+	if n, ok := s.Appended[topic]; ok {
+		return n
+	}
+	return s.Topics[topic]
+}
+
+// Drained reports whether topic stored at least want messages (Stored:
+// those retention trimmed count) and every query in the status has no lag
+// and no error. A status with no queries is never drained.
 func (s Status) Drained(topic string, want int64) bool {
-	if s.Topics[topic] < want || len(s.Queries) == 0 {
+	if s.Stored(topic) < want || len(s.Queries) == 0 {
 		return false
 	}
 	for _, q := range s.Queries {
@@ -134,5 +146,5 @@ func drainNote(s Status, want int64) string {
 		batches[i] = fmt.Sprintf("%s %d", n, s.Queries[n].Batch)
 	}
 	return fmt.Sprintf("%s; broker %s of %s; batches %s", strings.Join(lags, ", "),
-		humanize.Count(s.Topics[DefaultTopic]), humanize.Count(want), strings.Join(batches, ", "))
+		humanize.Count(s.Stored(DefaultTopic)), humanize.Count(want), strings.Join(batches, ", "))
 }

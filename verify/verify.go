@@ -89,7 +89,8 @@ type PartitionCounts struct {
 
 // Counts is what the verifier observed: the `--counts-only` line.
 type Counts struct {
-	Broker         int64             `json:"broker"`
+	Broker         int64             `json:"broker"`                   // messages the broker holds
+	BrokerTrimmed  int64             `json:"broker_trimmed,omitempty"` // messages retention trimmed before
 	DLQ            int64             `json:"dlq"`
 	Bronze         int64             `json:"bronze"`
 	BronzeDistinct int64             `json:"bronze_distinct"`
@@ -263,7 +264,11 @@ func (r *Report) judge(exp Expect, offs []broker.PartitionOffsets) {
 		r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 	}
 	if exp.Messages >= 0 {
-		add("topic-messages", c.Broker == exp.Messages, "broker %d, expected %d", c.Broker, exp.Messages)
+		trimmed := ""
+		if c.BrokerTrimmed > 0 {
+			trimmed = fmt.Sprintf(" (%d held, %d trimmed by retention)", c.Broker, c.BrokerTrimmed)
+		}
+		add("topic-messages", c.Broker+c.BrokerTrimmed == exp.Messages, "broker %d%s, expected %d", c.Broker+c.BrokerTrimmed, trimmed, exp.Messages)
 	}
 	var missing, dups, foreign int64
 	var detail []string

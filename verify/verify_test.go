@@ -230,6 +230,32 @@ func TestVerifyPassesOnACorrectLake(t *testing.T) {
 	}
 }
 
+// TestVerifyCountsTrimmedMessages: after broker retention trimmed part of
+// what bronze landed, the broker's count check adds the trimmed messages to
+// those it holds (an appliance that ran longer than its retention still
+// verifies), and a count short of the expectation still fails.
+func TestVerifyCountsTrimmedMessages(t *testing.T) {
+	f := newFixture(t, 2, 10)
+	all := f.allOffsets(2)
+	f.bronze(t, all)
+	f.silver(t, ids(all)...)
+	trimmed, err := f.db.Retain(context.Background(), DefaultTopic, broker.Retention{MaxBytes: 1, Floor: []int64{6, 3}})
+	if err != nil || trimmed != 9 {
+		t.Fatalf("retention trimmed %d records (%v), want 9 (6 and 3)", trimmed, err)
+	}
+	r, err := Run(context.Background(), f.db, f.lake, Expect{Messages: 20, Silver: 20, DLQ: 0}, progress.Display{})
+	if err != nil {
+		t.Fatalf("Run: %v\n%+v", err, r.Checks)
+	}
+	if c := r.Counts; c.Broker != 11 || c.BrokerTrimmed != 9 {
+		t.Fatalf("counts: broker %d held, %d trimmed; want 11 and 9", c.Broker, c.BrokerTrimmed)
+	}
+	r, _ = Run(context.Background(), f.db, f.lake, Expect{Messages: 21, Silver: 20, DLQ: 0}, progress.Display{})
+	if got := failedNames(r); got != "topic-messages" {
+		t.Fatalf("expecting 21 messages of 20 stored: failed checks %q, want topic-messages", got)
+	}
+}
+
 // Each case breaks one invariant on purpose; the named check must fail.
 func TestVerifyFailsOnBrokenLakes(t *testing.T) {
 	cases := []struct {
@@ -383,6 +409,12 @@ func TestStatusDrained(t *testing.T) {
 	}
 	if (Status{Topics: map[string]int64{DefaultTopic: 10}}).Drained(DefaultTopic, 10) {
 		t.Fatal("no queries: want not drained")
+	}
+	// Retention trimmed 6 of 10: the broker holds 4 but stored all 10.
+	trimmed := Status{Topics: map[string]int64{DefaultTopic: 4}, Appended: map[string]int64{DefaultTopic: 10},
+		Queries: map[string]QueryStatus{"bronze": {Batch: 3}}}
+	if !trimmed.Drained(DefaultTopic, 10) || trimmed.Drained(DefaultTopic, 11) {
+		t.Fatal("with Appended: want drained at 10 stored messages, not at 11, whatever retention trimmed")
 	}
 	if got := (Status{Queries: map[string]QueryStatus{"b": {Batch: 1, Lag: 2}, "a": {Batch: 0}}}).Lags(); got != "a batch 0 lag 0, b batch 1 lag 2" {
 		t.Fatalf("Lags: got %q", got)
