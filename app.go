@@ -385,9 +385,7 @@ func (p *pipeline) status(ctx context.Context, only ...string) verify.Status {
 	if topics, err := p.db.Topics(ctx); err == nil {
 		for _, t := range topics {
 			st.Topics[t.Name] = t.Messages()
-			for _, part := range t.Partitions {
-				st.Appended[t.Name] += part.End // offsets are dense from 0: End records were stored
-			}
+			st.Appended[t.Name] = t.Stored()
 		}
 	}
 	p.mu.Lock()

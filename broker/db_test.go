@@ -116,6 +116,9 @@ func TestRetention(t *testing.T) {
 	if offs[0].End != 100 || offs[0].Bytes != 30*100 {
 		t.Fatalf("partition 0 after retention: end %d bytes %d; want 100, 3000", offs[0].End, offs[0].Bytes)
 	}
+	if ti := (broker.TopicInfo{Name: "t", Partitions: offs}); ti.Messages() != 90 || ti.Stored() != 200 {
+		t.Fatalf("after age retention: %d readable, %d stored; want 90 and 200 (trimmed ones count as stored)", ti.Messages(), ti.Stored())
+	}
 	if _, err := db.Read(ctx, "t", 0, 69, 1); !errors.Is(err, broker.ErrOffsetTrimmed) {
 		t.Fatalf("Read of a trimmed offset: got %v, want ErrOffsetTrimmed", err)
 	}

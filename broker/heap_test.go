@@ -22,7 +22,7 @@ import (
 // did not grow as planned.
 func TestAppendHeapFlatWithLog(t *testing.T) {
 	if testing.Short() {
-		t.Skip("appends about 290 MB")
+		t.Skip("-short: this test appends about 290 MB to a temporary broker.db; run without -short (as go test ./... and .ci/run do)")
 	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "broker.db")

@@ -93,6 +93,21 @@ func (t TopicInfo) Messages() int64 {
 	return n
 }
 
+// Stored returns the number of messages the topic ever stored: those
+// readable plus those retention trimmed.
+func (t TopicInfo) Stored() int64 {
+	n := t.Messages()
+	for _, p := range t.Partitions {
+		n += p.Trimmed()
+	}
+	return n
+}
+
+// Trimmed returns the number of messages retention removed from the
+// partition. Offsets are dense from 0 and never reused, so they are the
+// offsets below Start.
+func (p PartitionOffsets) Trimmed() int64 { return p.Start }
+
 // Log is the partitioned append log the rest of the appliance consumes. The
 // bbolt implementation (*DB) is the default; a Kafka adapter can implement
 // the same interface. RunLogContract (logtest.go) is the contract suite every

@@ -105,9 +105,10 @@ func TestReleaseMapped(t *testing.T) {
 	}
 }
 
-// readGrowth fills 48 MiB, drops the map's resident pages, reads the whole
-// partition and returns how much of the map the read left resident.
-func readGrowth(t *testing.T, release int64) int64 {
+// growthAfter fills 48 MiB into a broker with the given ReleaseMappedBytes,
+// drops the map's resident pages, runs op and returns how much of the map
+// op left resident.
+func growthAfter(t *testing.T, release int64, op func(db *broker.DB, val []byte)) int64 {
 	t.Helper()
 	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{ReleaseMappedBytes: release})
 	if err != nil {
@@ -119,8 +120,13 @@ func readGrowth(t *testing.T, release int64) int64 {
 		t.Fatal(err)
 	}
 	before := rssFileBytes(t)
-	readAll(t, db, val)
+	op(db, val)
 	return rssFileBytes(t) - before
+}
+
+// readGrowth: what reading the whole 48 MiB partition leaves resident.
+func readGrowth(t *testing.T, release int64) int64 {
+	return growthAfter(t, release, func(db *broker.DB, val []byte) { readAll(t, db, val) })
 }
 
 // TestReadReleasesMapped: with ReleaseMappedBytes set, reading a backlog
@@ -176,28 +182,18 @@ func TestAppendReleasesMapped(t *testing.T) {
 	}
 }
 
-// retainGrowth fills 48 MiB, drops the map's resident pages, trims every
-// record (by size) and returns how much of the map the trim left resident.
+// retainGrowth: what trimming every record of the 48 MiB (by size) leaves
+// resident.
 func retainGrowth(t *testing.T, release int64) int64 {
-	t.Helper()
-	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{ReleaseMappedBytes: release})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	fillBroker(t, db, 48)
-	if err := db.ReleaseMapped(); err != nil {
-		t.Fatal(err)
-	}
-	before := rssFileBytes(t)
-	n, err := db.Retain(context.Background(), "t", broker.Retention{MaxBytes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < 48*128-1 {
-		t.Fatalf("retention trimmed %d records, want at least %d", n, 48*128-1)
-	}
-	return rssFileBytes(t) - before
+	return growthAfter(t, release, func(db *broker.DB, _ []byte) {
+		n, err := db.Retain(context.Background(), "t", broker.Retention{MaxBytes: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 48*128-1 {
+			t.Fatalf("retention trimmed %d records, want at least %d", n, 48*128-1)
+		}
+	})
 }
 
 // TestRetainReleasesMapped: retention reads every record it trims through

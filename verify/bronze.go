@@ -227,7 +227,7 @@ func (s *bronzeScan) counts(r *Report) {
 		pc := PartitionCounts{Partition: p, BrokerStart: o.Start, BrokerEnd: o.End,
 			BronzeRows: s.rows[p], BronzeDistinct: b.distinct() + int64(len(s.foreign[p])), DuplicateCount: s.dups[p]}
 		r.Counts.Broker += o.End - o.Start
-		r.Counts.BrokerTrimmed += o.Start // offsets are dense from 0: Start records were trimmed
+		r.Counts.BrokerTrimmed += o.Trimmed()
 		held := max(b.high()+1, s.marker[p], o.Start)
 		held = min(held, o.End)
 		// Offsets trimmed by broker retention before the verifier ran are
