@@ -17,6 +17,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/internal/fault"
 	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/stream/sessions"
@@ -62,6 +63,9 @@ type pipelineFlags struct {
 	// holdHistory names tables whose snapshots maintenance never expires
 	// (the bench reads every snapshot of a phase after it ends).
 	holdHistory []string
+	// killAtBronze, when positive, kills the process once bronze has
+	// committed that many offsets (LAKEHOUSE_KILL_AT_BRONZE, for prove).
+	killAtBronze int64
 }
 
 // registerEventTime registers the two settings that decide which events
@@ -360,6 +364,9 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 func (p *pipeline) streamConfig(name string) (stream.Config, error) {
 	cfg, err := p.flags.streamConfig(name, p.log)
 	cfg.OnBatch = p.tel.onBatch(name)
+	if name == stream.BronzeQuery && p.flags.killAtBronze > 0 {
+		cfg.OnBatch = killAtBronze(p.flags.killAtBronze, cfg.OnBatch, fault.Kill)
+	}
 	return cfg, err
 }
 

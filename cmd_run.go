@@ -23,6 +23,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := f.checkHTTP(); err != nil {
 		return err
 	}
+	killAt, err := killAtFromEnv()
+	if err != nil {
+		return err
+	}
+	f.killAtBronze = killAt
 	log, err := f.logger(stderr)
 	if err != nil {
 		return err

@@ -43,6 +43,10 @@ func proveConfig(t *testing.T) verify.ProveConfig {
 			return selfCommand(append([]string{"run"}, args...)...)
 		},
 		Out: testWriter{t},
+		// Smaller batches than prove's default: the scenarios here are a
+		// few thousand events, and each kill lands up to two batches after
+		// its target.
+		MaxOffsetsPerTrigger: 200,
 	}
 }
 

@@ -33,6 +33,14 @@ const (
 	DefaultDrainTimeout   = 5 * time.Minute
 )
 
+// KillAtBronzeEnv is the environment variable by which prove tells its
+// child to SIGKILL itself once bronze has committed that many offsets;
+// the child prints "FAULT " + KillAtBronzeHook on stderr as it dies.
+const (
+	KillAtBronzeEnv  = "LAKEHOUSE_KILL_AT_BRONZE"
+	KillAtBronzeHook = "kill-at-bronze"
+)
+
 // ErrInconclusive means a kill landed where it proves nothing (before any
 // bronze commit, or after the whole backlog was committed), or a fault hook
 // did not fire: the run is neither a pass nor a fail of the claim.
@@ -220,17 +228,23 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 			}
 			env = append(env, fmt.Sprintf("LAKEHOUSE_CRASH_AT=%s:%d", hook, skip))
 		}
+		target := int64(fracs[k] * float64(res.Backlog))
+		// The child kills itself in the batch after the one that brings
+		// bronze to target offsets, at a random moment of it
+		// (KillAtBronzeEnv): a capped batch of a flat-out backlog takes 10
+		// to 20 ms, less than a status poll takes to answer on a loaded
+		// machine. The kill lands up to two batches after the target (the
+		// batch that reaches it, then the one it interrupts), so a random
+		// target keeps three batches after it; a test's fractions are kept.
+		if last := res.Backlog - 3*int64(cfg.MaxOffsetsPerTrigger); len(cfg.KillFractions) == 0 && target > last && last > 0 {
+			target = last
+		}
+		if hook == "" && target > 0 {
+			env = append(env, fmt.Sprintf("%s=%d", KillAtBronzeEnv, target))
+		}
 		c, err := launch(ctx, cfg, args, env, k)
 		if err != nil {
 			return res, err
-		}
-		target := int64(fracs[k] * float64(res.Backlog))
-		// A backlog drains in capped batches back to back: the kill is sent
-		// when the status shows target, while the next batch may already be
-		// committing. Keep two batches after the target so the kill lands
-		// mid-backlog rather than after the last commit.
-		if last := res.Backlog - 2*int64(cfg.MaxOffsetsPerTrigger); target > last && last > 0 {
-			target = last
 		}
 		if hook != "" {
 			fmt.Fprintf(out, "prove: run %d: waiting for fault hook %s\n", k+1, hook)
@@ -327,30 +341,34 @@ func launch(ctx context.Context, cfg ProveConfig, args, env []string, run int) (
 	return startChild(ctx, cmd, filepath.Join(cfg.DataDir, fmt.Sprintf("prove-run-%d.log", run+1)))
 }
 
-// killAt polls the child until bronze has committed about target events,
-// then SIGKILLs it. bar shows the events committed.
+// killAt waits for the child to SIGKILL itself at target committed bronze
+// offsets (KillAtBronzeEnv; target 0: the parent kills it at once, before
+// any commit). bar shows the events committed, from the status.
 func killAt(ctx context.Context, c *child, target int64, timeout time.Duration, bar *progress.Reporter) error {
+	if target == 0 {
+		c.kill()
+		return nil
+	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if done, err := c.exited(); done {
-			return fmt.Errorf("appliance exited before the kill (%v); see %s", err, c.log.Name())
-		}
-		st, err := fetchStatus(ctx, c.base, "bronze") // polled often: bronze's lag only
-		if err == nil {
-			q, ok := st.Queries["bronze"]
-			if ok && q.Batch >= 0 {
-				bar.Set(st.Topics[DefaultTopic] - q.Lag)
+			c.log.Close()
+			if !c.killedBySignal() || !c.sawFault(KillAtBronzeHook) {
+				return fmt.Errorf("appliance exited before the kill (%v); see %s", err, c.log.Name())
 			}
-			if target == 0 || ok && q.Batch >= 0 && st.Topics[DefaultTopic]-q.Lag >= target {
-				c.kill()
-				return nil
+			return nil
+		}
+		if st, err := fetchStatus(ctx, c.base, "bronze"); err == nil {
+			if q, ok := st.Queries["bronze"]; ok && q.Batch >= 0 {
+				bar.Set(st.Topics[DefaultTopic] - q.Lag)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			c.kill()
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-c.done:
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	c.kill()

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"lakehouse/stream"
+)
+
+// TestKillAtBronze: the kill prove relies on is armed by the first batch
+// that brings bronze's committed offsets to the target, fires once, and
+// a malformed setting is a usage error (a kill test that never kills
+// would otherwise pass as inconclusive forever).
+func TestKillAtBronze(t *testing.T) {
+	kills := make(chan string, 4)
+	var seen []int64
+	cb := killAtBronze(1000, func(p stream.Progress) { seen = append(seen, p.Batch) }, func(name string) { kills <- name })
+	batch := func(n int64, end stream.PartitionOffsets) {
+		cb(stream.Progress{Batch: n, End: end.Offset(), Total: 5 * time.Millisecond})
+	}
+	batch(0, stream.PartitionOffsets{0: 300, 1: 200}) // 500: below the target
+	select {
+	case name := <-kills:
+		t.Fatalf("killed (%s) at 500 committed offsets, target 1000", name)
+	case <-time.After(50 * time.Millisecond):
+	}
+	batch(1, stream.PartitionOffsets{0: 600, 1: 500}) // 1100: arms
+	batch(2, stream.PartitionOffsets{0: 900, 1: 800}) // must not arm a second timer
+	select {
+	case name := <-kills:
+		if name != "kill-at-bronze" {
+			t.Fatalf("kill named %q, want kill-at-bronze (prove looks for it)", name)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no kill within 5 s of reaching the target")
+	}
+	select {
+	case <-kills:
+		t.Fatal("killed twice")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if len(seen) != 3 {
+		t.Fatalf("the wrapped callback saw batches %v, want all three", seen)
+	}
+
+	for _, v := range []string{"x", "0", "-5"} {
+		t.Setenv(envKillAtBronze, v)
+		if _, err := killAtFromEnv(); !errors.Is(err, errUsage) {
+			t.Errorf("%s=%q: got %v, want a usage error", envKillAtBronze, v, err)
+		}
+	}
+	t.Setenv(envKillAtBronze, "1234")
+	if n, err := killAtFromEnv(); n != 1234 || err != nil {
+		t.Errorf("%s=1234: got %d, %v", envKillAtBronze, n, err)
+	}
+}
