@@ -87,6 +87,8 @@ func (m *Marts) checkSilverUnique(ctx context.Context, d *duck) (Check, error) {
 // the bronze stream has not reached yet are lag, reported but not a failure.
 func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) {
 	c := Check{Name: CheckBronzeOffsets, Asset: table.Bronze, Expected: 0, Numbers: map[string]int64{}}
+	prev := m.bronzeSeen
+	m.bronzeSeen = nil // until this check passes
 	if m.log == nil {
 		return Check{}, errors.New("no broker log configured")
 	}
@@ -98,24 +100,9 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 	for _, p := range parts {
 		inBroker[p.Partition] = p
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT broker_partition, count(*), count(DISTINCT broker_offset), min(broker_offset), max(broker_offset)
-		FROM bronze.recentchange GROUP BY broker_partition ORDER BY broker_partition`)
+	bronze, how, err := bronzeOffsetStats(ctx, d, prev)
 	if err != nil {
-		return Check{}, fmt.Errorf("count bronze offsets: %w", err)
-	}
-	defer rows.Close()
-	type stat struct{ rows, distinct, min, max int64 }
-	bronze := map[int]stat{}
-	for rows.Next() {
-		var p int
-		var s stat
-		if err := rows.Scan(&p, &s.rows, &s.distinct, &s.min, &s.max); err != nil {
-			return Check{}, fmt.Errorf("count bronze offsets: %w", err)
-		}
-		bronze[p] = s
-	}
-	if err := rows.Err(); err != nil {
-		return Check{}, fmt.Errorf("count bronze offsets: %w", err)
+		return Check{}, err
 	}
 	var dups, gaps, beyond, unknown, lag, total, brokerMsgs int64
 	var problems []string
@@ -165,7 +152,8 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 	c.Observed = dups + gaps + beyond + unknown
 	c.Passed = c.Observed == 0
 	if c.Passed {
-		c.Message = fmt.Sprintf("%d bronze rows over %d partitions, dense and unique; %d offsets not yet in bronze", total, len(parts), lag)
+		c.Message = fmt.Sprintf("%d bronze rows over %d partitions, dense and unique (%s); %d offsets not yet in bronze", total, len(parts), how, lag)
+		m.bronzeSeen = &bronzeSeen{stats: bronze, rows: d.rows[table.Bronze]}
 	} else {
 		c.Message = strings.Join(problems, "; ")
 	}
@@ -202,7 +190,7 @@ var reconciliations = []reconciliation{
 			FROM silver.edits GROUP BY ALL) GROUP BY day, wiki)`},
 	// Each hot page's edits equal silver's count for that page in its window.
 	{"hot_pages_edits", `SELECT coalesce(sum(edits), 0) FROM gold.hot_pages`,
-		`SELECT coalesce(sum((SELECT count(*) FROM silver.edits e WHERE e.wiki = h.wiki AND e.title = h.title
+		`SELECT coalesce(sum((SELECT count(*) FROM silver.edits_recent e WHERE e.wiki = h.wiki AND e.title = h.title
 			AND e.event_time > h.window_start AND e.event_time <= h.as_of)), 0) FROM gold.hot_pages h`},
 }
 
@@ -273,10 +261,10 @@ func (m *Marts) checkSilverFresh(ctx context.Context, d *duck) (Check, error) {
 	if err != nil {
 		return Check{}, fmt.Errorf("newest bronze event time: %w", err)
 	}
-	if err := d.db.QueryRowContext(ctx, `SELECT max(event_time), count(*) FROM silver.edits`).Scan(&silverMax, &silverRows); err != nil {
+	if err := d.db.QueryRowContext(ctx, `SELECT max(event_time), count(*) FROM silver.edits_recent`).Scan(&silverMax, &silverRows); err != nil {
 		return Check{}, fmt.Errorf("newest silver event time: %w", err)
 	}
-	c.Numbers = map[string]int64{"bronze_recent_edit_events": bronzeEdits, "silver_rows": silverRows,
+	c.Numbers = map[string]int64{"bronze_recent_edit_events": bronzeEdits, "silver_recent_rows": silverRows,
 		"max_lag_s": c.Expected, "window_s": int64(freshWindow / time.Second)}
 	if bronzeMax.Valid {
 		c.Numbers["bronze_newest_unix"] = bronzeMax.Time.Unix()

@@ -156,7 +156,11 @@ type Marts struct {
 	lastReport *Report        // newest Refresh
 
 	filesSeen map[string]filesCheck // per table, what the last compaction check saw (under mu)
-	heldSince map[string]time.Time  // per table, when warnHeld last warned (under expireMu)
+	inc       *incState             // what the last Refresh built from (under mu; nil: rebuild all)
+	// bronzeSeen is what the last passing offsets check established (under
+	// mu; nil: count every row).
+	bronzeSeen *bronzeSeen
+	heldSince  map[string]time.Time // per table, when warnHeld last warned (under expireMu)
 }
 
 // New returns Marts over lake, using log (may be nil) for the offsets check.

@@ -22,6 +22,9 @@ const duckDSN = "?autoinstall_known_extensions=false&autoload_known_extensions=f
 type duck struct {
 	conn *duckdb.Connector
 	db   *sql.DB
+	// rows is each attached table's row count from its manifests (before
+	// any filter of the view).
+	rows map[string]int64
 }
 
 // duckLimits bound what one DuckDB database may hold in memory. The zero
@@ -69,7 +72,7 @@ func openDuckLimited(ctx context.Context, lim duckLimits) (*duck, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("open duckdb: %w", err)
 	}
-	return &duck{conn: conn, db: db}, nil
+	return &duck{conn: conn, db: db, rows: map[string]int64{}}, nil
 }
 
 func (d *duck) Close() error {
@@ -103,6 +106,12 @@ func qualified(ident string) string {
 // the scan lazy (bronze can be large). A table without files becomes an
 // empty view with the same columns.
 func (d *duck) attach(ctx context.Context, ident string, f table.Files) error {
+	return d.attachWhere(ctx, ident, f, "")
+}
+
+// attachWhere is attach with the view's rows limited by a SQL predicate
+// ("" or "true": every row).
+func (d *duck) attachWhere(ctx context.Context, ident string, f table.Files, where string) error {
 	if i := strings.LastIndexByte(ident, '.'); i > 0 {
 		if _, err := d.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(ident[:i])); err != nil {
 			return fmt.Errorf("attach %s: create schema: %w", ident, err)
@@ -127,6 +136,10 @@ func (d *duck) attach(ctx context.Context, ident string, f table.Files) error {
 		body = fmt.Sprintf("SELECT * FROM read_parquet([%s], schema=%s, hive_partitioning=false)",
 			strings.Join(paths, ", "), f.SchemaMap)
 	}
+	if where != "" && where != "true" {
+		body = "SELECT * FROM (" + body + ") WHERE " + where
+	}
+	d.rows[ident] = f.Rows
 	if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE VIEW "+qualified(ident)+" AS "+body); err != nil {
 		return fmt.Errorf("attach %s: %w", ident, err)
 	}
@@ -169,14 +182,22 @@ func (d *duck) attachFromLake(ctx context.Context, lake lakeAPI, ident string) (
 // attachGold attaches a gold mart, or an empty view with the mart's columns
 // if no Refresh has created it yet.
 func (d *duck) attachGold(ctx context.Context, lake lakeAPI, mt mart) error {
+	_, err := d.attachGoldAs(ctx, lake, mt, mt.ident, "")
+	return err
+}
+
+// attachGoldAs attaches a gold mart under name, its rows limited by where
+// (see attachWhere), and returns the snapshot it was planned from (0: no
+// table or no snapshot yet).
+func (d *duck) attachGoldAs(ctx context.Context, lake lakeAPI, mt mart, name, where string) (int64, error) {
 	f, err := lake.DataFiles(ctx, mt.ident)
 	if isNoTable(err) {
 		f, err = table.Files{SchemaMap: arrowSchemaMap(mt.schema)}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("plan %s: %w", mt.ident, err)
+		return 0, fmt.Errorf("plan %s: %w", mt.ident, err)
 	}
-	return d.attach(ctx, mt.ident, f)
+	return f.SnapshotID, d.attachWhere(ctx, name, f, where)
 }
 
 // arrowSchemaMap renders a schema built by schemaOf as a read_parquet

@@ -29,6 +29,13 @@ type mart struct {
 	ident  string
 	file   string
 	schema *arrow.Schema
+	// dayCol is the column whose UTC day the mart's rows are a function
+	// of (one day of silver each); "" for hot_pages, rebuilt whole every
+	// time. order is the mart's ORDER BY, for the rows a Refresh keeps
+	// merged with the rows it rebuilt.
+	dayCol, order string
+	// sessions: the mart reads silver.editor_sessions (else silver.edits).
+	sessions bool
 }
 
 var (
@@ -66,18 +73,18 @@ var marts = []mart{
 	{WikiActivityHourly, "sql/wiki_activity_hourly.sql", schemaOf(
 		col{"wiki", str}, col{"hour", tsUTC}, col{"edits", i64}, col{"new_pages", i64},
 		col{"bot_edits", i64}, col{"human_edits", i64}, col{"editors", i64},
-		col{"bytes_added", i64}, col{"bytes_removed", i64})},
+		col{"bytes_added", i64}, col{"bytes_removed", i64}), "hour", "hour, wiki", false},
 	{TopEditorsDaily, "sql/top_editors_daily.sql", schemaOf(
 		col{"day", date}, col{"wiki", str}, col{"rank", i32}, col{"user", str}, col{"bot", boolean},
-		col{"edits", i64}, col{"bytes_changed", i64})},
+		col{"edits", i64}, col{"bytes_changed", i64}), "day", "day, wiki, rank", false},
 	{EditorSessionsDaily, "sql/editor_sessions_daily.sql", schemaOf(
 		col{"day", date}, col{"sessions", i64}, col{"editors", i64}, col{"edits", i64},
 		col{"median_session_s", f64}, col{"p95_session_s", f64}, col{"edits_per_session", f64},
-		col{"bot_sessions", i64}, col{"human_sessions", i64}, col{"bot_edits", i64}, col{"human_edits", i64})},
+		col{"bot_sessions", i64}, col{"human_sessions", i64}, col{"bot_edits", i64}, col{"human_edits", i64}), "day", "day", true},
 	{HotPages, "sql/hot_pages.sql", schemaOf(
 		col{"time_window", str}, col{"rank", i32}, col{"wiki", str}, col{"title", str},
 		col{"edits", i64}, col{"editors", i64}, col{"last_edit", tsUTC},
-		col{"window_start", tsUTC}, col{"as_of", tsUTC})},
+		col{"window_start", tsUTC}, col{"as_of", tsUTC}), "", "", false},
 }
 
 // GoldSchema returns the Arrow schema a gold mart is written with.

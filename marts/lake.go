@@ -17,6 +17,7 @@ import (
 // lakeAPI is the part of *table.Lake this package uses.
 type lakeAPI interface {
 	DataFiles(ctx context.Context, ident string) (table.Files, error)
+	DataFilesWithBounds(ctx context.Context, ident, column string) (table.Files, error)
 	Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch) error
 	Compact(ctx context.Context, ident string, pol table.CompactPolicy) (table.CompactResult, error)
 	ExpireSnapshots(ctx context.Context, ident string, keepLast int, olderThan time.Duration, protect int64) (int, error)

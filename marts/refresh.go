@@ -29,6 +29,8 @@ type Report struct {
 	SilverSnapshot   int64
 	SessionsSnapshot int64
 	BronzeSnapshot   int64
+	// Scope is what was rebuilt: "full (why)" or the count of days.
+	Scope string
 	// Rows written per gold mart, by identifier.
 	Rows   map[string]int64
 	Checks []Check
@@ -49,7 +51,7 @@ func (r Report) Passed() bool {
 
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "refresh %s: silver snapshot %d, %d marts", r.RunID, r.SilverSnapshot, len(r.Rows))
+	fmt.Fprintf(&b, "refresh %s: silver snapshot %d, rebuilt %s, %d marts", r.RunID, r.SilverSnapshot, r.Scope, len(r.Rows))
 	for _, id := range GoldTables {
 		if n, ok := r.Rows[id]; ok {
 			fmt.Fprintf(&b, ", %s %d rows", strings.TrimPrefix(id, "gold."), n)
@@ -107,28 +109,34 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 	if _, err := d.db.ExecContext(ctx, fmt.Sprintf("SET VARIABLE top_n = %d", m.cfg.TopN)); err != nil {
 		return rep, fmt.Errorf("set top_n: %w", err)
 	}
-	// Pin the inputs once: the marts and the checks use the same files.
-	for _, in := range []struct {
-		ident string
-		snap  *int64
-	}{{table.SilverEdits, &rep.SilverSnapshot}, {table.EditorSessions, &rep.SessionsSnapshot}, {table.Bronze, &rep.BronzeSnapshot}} {
-		if *in.snap, err = d.attachFromLake(ctx, m.lake, in.ident); err != nil {
+	// The gold tables as the previous Refresh left them: the days it does
+	// not rebuild are kept from here.
+	prevGold := map[string]int64{}
+	for _, mt := range marts {
+		if prevGold[mt.ident], err = d.attachGoldAs(ctx, m.lake, mt, "gold_prev."+strings.TrimPrefix(mt.ident, "gold."), ""); err != nil {
 			return rep, err
 		}
 	}
-	if _, err := d.attachFromLake(ctx, m.lake, table.StreamProgress); err != nil {
+	// Pin the inputs once: the marts and the checks use the same files.
+	prev := m.inc
+	m.inc = nil // until this Refresh has written every mart
+	sc, err := m.attachInputs(ctx, d, prev, prevGold)
+	if err != nil {
 		return rep, err
 	}
+	rep.SilverSnapshot, rep.SessionsSnapshot, rep.BronzeSnapshot = sc.editFiles.SnapshotID, sc.sessFiles.SnapshotID, sc.bronze
+	rep.Scope = sc.String()
 	for i, mt := range marts {
-		n, err := m.buildMart(ctx, d, i, mt)
+		n, err := m.buildMart(ctx, d, i, mt, sc)
 		if err != nil {
 			return rep, err
 		}
 		rep.Rows[mt.ident] = n
 		fault.Hit(hookAfterGoldWrite)
 	}
+	wrote := map[string]int64{}
 	for _, mt := range marts {
-		if err := d.attachGold(ctx, m.lake, mt); err != nil {
+		if wrote[mt.ident], err = d.attachGoldAs(ctx, m.lake, mt, mt.ident, ""); err != nil {
 			return rep, err
 		}
 	}
@@ -137,6 +145,14 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 	} else {
 		m.cfg.Logger.Warn("marts: read highlights", "err", err)
 	}
+	// The checks compare the rebuilt days of gold, read back, with the
+	// same days of silver.
+	for _, mt := range marts {
+		if _, err := d.attachGoldAs(ctx, m.lake, mt, mt.ident, sc.goldFilter(mt)); err != nil {
+			return rep, err
+		}
+	}
+	m.inc = &incState{edits: sc.edits, sessions: sc.sessions, gold: wrote}
 	if rep.Checks, err = m.runChecks(ctx, d); err != nil {
 		return rep, err
 	}
@@ -155,9 +171,43 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 	return rep, nil
 }
 
+// attachInputs plans silver (with time bounds), bronze and the stream
+// progress table, decides the scope against prev (nil: full) and attaches
+// silver.edits and silver.editor_sessions limited to the days in scope,
+// and silver.edits_recent for hot_pages.
+func (m *Marts) attachInputs(ctx context.Context, d *duck, prev *incState, gold map[string]int64) (scope, error) {
+	edits, err := m.lake.DataFilesWithBounds(ctx, table.SilverEdits, "event_time")
+	if err != nil {
+		return scope{}, fmt.Errorf("plan %s: %w", table.SilverEdits, err)
+	}
+	sessions, err := m.lake.DataFilesWithBounds(ctx, table.EditorSessions, "session_start")
+	if err != nil {
+		return scope{}, fmt.Errorf("plan %s: %w", table.EditorSessions, err)
+	}
+	sc := planScope(prev, edits, sessions, gold)
+	if err := d.attachWhere(ctx, table.SilverEdits, sc.editFiles, sc.dayFilter("event_time", sc.editDays)); err != nil {
+		return sc, err
+	}
+	if err := d.attachWhere(ctx, table.EditorSessions, sc.sessFiles, sc.dayFilter("session_start", sc.sessDays)); err != nil {
+		return sc, err
+	}
+	if err := d.attach(ctx, table.SilverEdits+"_recent", sc.recent); err != nil {
+		return sc, err
+	}
+	if sc.bronze, err = d.attachFromLake(ctx, m.lake, table.Bronze); err != nil {
+		return sc, err
+	}
+	if _, err := d.attachFromLake(ctx, m.lake, table.StreamProgress); err != nil {
+		return sc, err
+	}
+	return sc, nil
+}
+
 // buildMart materialises one mart in DuckDB, reads it back into Arrow and
 // overwrites the gold table with it. It returns the number of rows.
-func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart) (int64, error) {
+// Outside a full refresh the days out of scope are kept from the gold
+// table as the previous Refresh wrote it (gold_prev).
+func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope) (int64, error) {
 	q, err := mt.sql()
 	if err != nil {
 		return 0, err
@@ -165,6 +215,14 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart) (int64, 
 	tmp := fmt.Sprintf("main.build_%d", i)
 	if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+tmp+" AS "+q); err != nil {
 		return 0, fmt.Errorf("build %s: %w", mt.ident, err)
+	}
+	if !sc.full && mt.dayCol != "" {
+		keep := fmt.Sprintf("SELECT * FROM gold_prev.%s WHERE NOT (%s)", quoteIdent(strings.TrimPrefix(mt.ident, "gold.")), sc.goldFilter(mt))
+		merged := fmt.Sprintf("main.merged_%d", i)
+		if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+merged+" AS SELECT * FROM ("+keep+" UNION ALL BY NAME SELECT * FROM "+tmp+") ORDER BY "+mt.order); err != nil {
+			return 0, fmt.Errorf("merge %s with the days kept: %w", mt.ident, err)
+		}
+		tmp = merged
 	}
 	rows, err := d.db.QueryContext(ctx, "SELECT * FROM "+tmp)
 	if err != nil {
@@ -201,10 +259,8 @@ func (m *Marts) Check(ctx context.Context) ([]Check, error) {
 			return "", err
 		}
 		defer d.Close()
-		for _, id := range []string{table.SilverEdits, table.EditorSessions, table.Bronze, table.StreamProgress} {
-			if _, err := d.attachFromLake(ctx, m.lake, id); err != nil {
-				return "", err
-			}
+		if _, err := m.attachInputs(ctx, d, nil, nil); err != nil {
+			return "", err
 		}
 		for _, mt := range marts {
 			if err := d.attachGold(ctx, m.lake, mt); err != nil {

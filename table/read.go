@@ -2,10 +2,12 @@ package table
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -249,6 +251,21 @@ type Files struct {
 	SchemaMap string   // DuckDB read_parquet schema=MAP{...} literal by field id
 	// SnapshotID is the snapshot the list was planned from (0: empty table).
 	SnapshotID int64
+	// Rows is the files' record count, from the manifests.
+	Rows int64
+	// Bounds, from DataFilesWithBounds, holds per path the range of one
+	// timestamp column from the file's Iceberg column statistics.
+	Bounds []TimeBounds
+}
+
+// TimeBounds is the range of a timestamp column in one data file, from
+// its manifest entry (Iceberg keeps timestamps' bounds exact, not
+// truncated). OK is false when the file carries no bounds for the column
+// (a reader must then assume any value); Rows is the file's record count.
+type TimeBounds struct {
+	Lower, Upper time.Time
+	OK           bool
+	Rows         int64
 }
 
 // DataFiles lists the live data files of ident's current snapshot with a
@@ -256,9 +273,36 @@ type Files struct {
 // read_parquet(?, schema=<SchemaMap>, hive_partitioning=false).
 // This package never writes delete files, so the list is the whole table.
 func (l *Lake) DataFiles(ctx context.Context, ident string) (Files, error) {
+	return l.dataFiles(ctx, ident, "")
+}
+
+// DataFilesWithBounds is DataFiles with Files.Bounds filled for the
+// timestamp column named column: what a reader needs to skip files by time
+// without opening them (the marts rebuild only the days that changed).
+func (l *Lake) DataFilesWithBounds(ctx context.Context, ident, column string) (Files, error) {
+	if column == "" {
+		return Files{}, fmt.Errorf("data files of %s: no bounds column named", ident)
+	}
+	return l.dataFiles(ctx, ident, column)
+}
+
+func (l *Lake) dataFiles(ctx context.Context, ident, column string) (Files, error) {
 	tbl, err := l.load(ctx, ident)
 	if err != nil {
 		return Files{}, err
+	}
+	fieldID := -1
+	if column != "" {
+		f, ok := tbl.Schema().FindFieldByName(column)
+		if !ok {
+			return Files{}, fmt.Errorf("data files of %s: no column %q", ident, column)
+		}
+		if _, ok := f.Type.(iceberg.TimestampTzType); !ok {
+			if _, ok := f.Type.(iceberg.TimestampType); !ok {
+				return Files{}, fmt.Errorf("data files of %s: column %q is %s, not a timestamp", ident, column, f.Type)
+			}
+		}
+		fieldID = f.ID
 	}
 	schemaMap, err := DuckDBSchemaMap(tbl.Schema())
 	if err != nil {
@@ -283,8 +327,27 @@ func (l *Lake) DataFiles(ctx context.Context, ident string) (Files, error) {
 			return Files{}, fmt.Errorf("data files of %s: %w", ident, err)
 		}
 		out.Paths = append(out.Paths, p)
+		out.Rows += t.File.Count()
+		if fieldID >= 0 {
+			out.Bounds = append(out.Bounds, timeBounds(t.File, fieldID))
+		}
 	}
 	return out, nil
+}
+
+// timeBounds decodes a timestamp column's bounds from a data file's
+// statistics (8-byte little-endian microseconds, Iceberg's single-value
+// serialization).
+func timeBounds(f iceberg.DataFile, fieldID int) TimeBounds {
+	b := TimeBounds{Rows: f.Count()}
+	lo, hi := f.LowerBoundValues()[fieldID], f.UpperBoundValues()[fieldID]
+	if len(lo) != 8 || len(hi) != 8 {
+		return b
+	}
+	b.Lower = time.UnixMicro(int64(binary.LittleEndian.Uint64(lo))).UTC()
+	b.Upper = time.UnixMicro(int64(binary.LittleEndian.Uint64(hi))).UTC()
+	b.OK = true
+	return b
 }
 
 // localPath is where a path the metadata names is for a reader outside

@@ -2,9 +2,10 @@
 -- in the last hour and the last day, at most getvariable('top_n') per window.
 -- "Now" is the newest committed silver event time (as_of), not the wall
 -- clock, so a replayed or paused stream still has hot pages; a window covers
--- event_time in (window_start, as_of].
+-- event_time in (window_start, as_of]. silver.edits_recent is the silver
+-- files that reach into the last day before the newest edit (scope.go).
 WITH ref AS (
-    SELECT max(event_time) AS as_of FROM silver.edits
+    SELECT max(event_time) AS as_of FROM silver.edits_recent
 ),
 windows AS (
     SELECT * FROM (VALUES ('last_hour', INTERVAL 1 HOUR), ('last_day', INTERVAL 1 DAY)) AS w(time_window, span)
@@ -19,7 +20,7 @@ per_page AS (
         count(*)::BIGINT                 AS edits,
         count(DISTINCT e."user")::BIGINT AS editors,
         max(e.event_time)                AS last_edit
-    FROM silver.edits e, ref r, windows w
+    FROM silver.edits_recent e, ref r, windows w
     WHERE e.event_time > r.as_of - w.span AND e.event_time <= r.as_of
     GROUP BY 1, 2, 3, 4, 5
 ),

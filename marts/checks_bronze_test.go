@@ -1,0 +1,86 @@
+package marts
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"lakehouse/broker"
+	"lakehouse/table"
+)
+
+// TestBronzeOffsetsCheckIncremental: after a passing check, the offsets
+// check reads only what bronze added beyond it, and still fails on a hole
+// at the edge, a duplicate of an offset it had already counted, and rows
+// beyond the broker's end, by counting every row again.
+func TestBronzeOffsetsCheckIncremental(t *testing.T) {
+	ctx := context.Background()
+	at := t0
+	rows := func(offs ...int64) []row {
+		var out []row
+		for _, o := range offs {
+			out = append(out, bronzeRow(0, o, "edit", at.Add(time.Duration(o)*time.Second)))
+		}
+		return out
+	}
+	span := func(from, to int64) []int64 {
+		var out []int64
+		for o := from; o < to; o++ {
+			out = append(out, o)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		add     []int64 // committed after two passing checks (offsets 0..149)
+		end     int64
+		problem string // "" = passes incrementally
+	}{
+		{"appends", span(150, 170), 170, ""},
+		{"hole at the edge", span(151, 170), 170, "1 missing offsets"},
+		{"duplicate below the last check", append(span(150, 160), 20), 160, "1 duplicate offsets"},
+		{"beyond the broker's end", span(150, 170), 165, "beyond broker end"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lake := openTestLake(t, t.TempDir())
+			log := fakeLog{offsets: []broker.PartitionOffsets{{Partition: 0, Start: 0, End: 100}}}
+			m := New(lake, log, Config{Logger: quietLogger()})
+			check := func() Check {
+				t.Helper()
+				cs, _ := m.Check(ctx)
+				for _, c := range cs {
+					if c.Name == CheckBronzeOffsets {
+						return c
+					}
+				}
+				t.Fatalf("no %s among %v", CheckBronzeOffsets, cs)
+				return Check{}
+			}
+			commit(t, lake, table.Bronze, "bronze", 0, table.BronzeSchema, rows(span(0, 100)...))
+			if c := check(); !c.Passed || !strings.Contains(c.Message, "every row counted") {
+				t.Fatalf("first check: %s; want a pass counting every row", c)
+			}
+			commit(t, lake, table.Bronze, "bronze", 1, table.BronzeSchema, rows(span(100, 150)...))
+			log.offsets[0].End = 150
+			if c := check(); !c.Passed || !strings.Contains(c.Message, "50 rows added since the last check") {
+				t.Fatalf("second check: %s; want a pass reading the 50 new rows only", c)
+			}
+			commit(t, lake, table.Bronze, "bronze", 2, table.BronzeSchema, rows(tc.add...))
+			log.offsets[0].End = tc.end
+			c := check()
+			if tc.problem == "" {
+				if !c.Passed || !strings.Contains(c.Message, "20 rows added since the last check") || c.Numbers["bronze_rows"] != 170 {
+					t.Fatalf("third check: %s (%v); want a pass over 170 rows reading the 20 new", c, c.Numbers)
+				}
+				return
+			}
+			if c.Passed || !strings.Contains(c.Message, tc.problem) {
+				t.Fatalf("third check: %s; want a failure naming %q", c, tc.problem)
+			}
+			if c := check(); c.Passed {
+				t.Fatalf("the check after a failure passed: %s", c)
+			}
+		})
+	}
+}
