@@ -115,6 +115,7 @@ type refreshObs struct {
 	RunID      string           `json:"run_id"`
 	Started    time.Time        `json:"started"`
 	DurationS  float64          `json:"duration_s"`
+	Scope      string           `json:"scope"` // what it rebuilt: "full (why)" or the days that changed
 	Rows       map[string]int64 `json:"rows"`
 	Checks     []marts.Check    `json:"checks"`
 	Highlights marts.Highlights `json:"highlights"`
@@ -190,7 +191,7 @@ func (p *pipeline) observe(ctx context.Context) observation {
 	if mts != nil {
 		if rep, ok := mts.LastReport(); ok {
 			o.Refresh = &refreshObs{RunID: rep.RunID, Started: rep.Started, DurationS: rep.Duration.Seconds(),
-				Rows: rep.Rows, Checks: rep.Checks, Highlights: rep.Highlights}
+				Scope: rep.Scope, Rows: rep.Rows, Checks: rep.Checks, Highlights: rep.Highlights}
 		}
 	}
 	return o

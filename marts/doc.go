@@ -8,9 +8,12 @@
 // Marts are pure functions of committed snapshots: each Refresh plans the
 // live data files of silver (and bronze) once, reads them with DuckDB
 // (read_parquet with a field-id schema map, never union_by_name, no
-// extensions downloaded), rebuilds every mart in an in-memory DuckDB and
+// extensions downloaded), rebuilds the marts in an in-memory DuckDB and
 // writes each one back with a full Iceberg overwrite, so any engine can read
-// gold. The checks then read gold back from the lake and compare it with the
+// gold. A Refresh rebuilds only the UTC days whose silver files changed
+// since the previous Refresh of the process and keeps the other days as it
+// wrote them (scope.go); the first Refresh of a process rebuilds every day.
+// The checks then read gold back from the lake and compare it with the
 // same pinned silver files, so a check sees what a reader would see.
 //
 // Run history and check results are appended to two Iceberg tables owned by
@@ -20,7 +23,8 @@
 // What survives a crash: every gold overwrite and every ops commit that
 // returned. A crash in the middle of a Refresh can leave some marts rebuilt
 // and others from the previous refresh; nothing is ever half written (each
-// overwrite is one Iceberg snapshot) and the next Refresh rebuilds all four.
+// overwrite is one Iceberg snapshot) and the next Refresh, the first of its
+// process, rebuilds all four from every day of silver.
 // Maintenance commits are atomic the same way: a compaction either replaces
 // its files in one snapshot or changes nothing, and the streams' exactly-once
 // markers live in table properties that compaction and expiry carry over.

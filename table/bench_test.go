@@ -166,3 +166,36 @@ func BenchmarkWriteParquet(b *testing.B) {
 	b.ReportMetric(float64(rows*b.N)/elapsed.Seconds(), "rows/s")
 	b.ReportMetric(float64(inBytes)/1e6/elapsed.Seconds(), "MB/s")
 }
+
+// BenchmarkCompactTier: merging eight bronze files of 12,000 rows of 1 KB
+// values (a higher tier, as the soak's 122,409-row bronze compaction) into
+// one; setting up the files is not timed.
+func BenchmarkCompactTier(b *testing.B) {
+	ctx := context.Background()
+	const files, rows, size = 8, 12_000, 1_000
+	recs := make([]arrow.RecordBatch, files)
+	for i := range recs {
+		recs[i] = paddedBronzeRecord(int64(i)*rows, rows, size)
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for b.Loop() {
+		b.StopTimer()
+		l := openLake(b, table.Config{Dir: b.TempDir()})
+		for i, rec := range recs {
+			mustCommit(b, l, table.Bronze, batchOf("bronze", int64(i+1), rec))
+		}
+		b.StartTimer()
+		res, err := l.Compact(ctx, table.Bronze, table.CompactPolicy{TargetBytes: 256 << 20, FanIn: files})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.RowsMoved != files*rows {
+			b.Fatalf("moved %d rows, want %d", res.RowsMoved, files*rows)
+		}
+	}
+	b.ReportMetric(float64(files*rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

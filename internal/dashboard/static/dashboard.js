@@ -465,6 +465,7 @@
         fig('last refresh', started ? clock(started) : '—'),
         fig('that was', ago(started, time(o.at))),
         fig('it took', secs(r.duration_s)),
+        fig('it rebuilt', r.scope || '—'),
         fig('asset checks', checks.length ? (failed ? failed + ' of ' + checks.length + ' failed' : 'all ' + checks.length + ' passed') : 'none',
           failed ? 'bad-text' : 'ok-text')),
       h('div', { class: 'marts' },
