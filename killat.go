@@ -37,7 +37,8 @@ func killAtFromEnv() (int64, error) {
 
 // killAtBronze wraps bronze's batch callback: after the first batch that
 // brings the committed offsets to at least n, a timer of a random fraction
-// of that batch's duration calls kill (fault.Kill in the appliance).
+// of that batch's duration calls kill (fault.Kill in the appliance, which
+// never returns); if the next batch commits first, its callback kills.
 func killAtBronze(n int64, next func(stream.Progress), kill func(name string)) func(stream.Progress) {
 	armed := false
 	return func(p stream.Progress) {
@@ -45,6 +46,10 @@ func killAtBronze(n int64, next func(stream.Progress), kill func(name string)) f
 			next(p)
 		}
 		if armed {
+			// The timer has not fired within the batch after the arming
+			// one (batches can be shorter than the one that armed it):
+			// kill now, so the kill lands at most one batch after it.
+			kill(verify.KillAtBronzeHook)
 			return
 		}
 		end, err := stream.ParsePartitionOffsets(p.End)

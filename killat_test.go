@@ -25,8 +25,7 @@ func TestKillAtBronze(t *testing.T) {
 		t.Fatalf("killed (%s) at 500 committed offsets, target 1000", name)
 	case <-time.After(50 * time.Millisecond):
 	}
-	batch(1, stream.PartitionOffsets{0: 600, 1: 500}) // 1100: arms
-	batch(2, stream.PartitionOffsets{0: 900, 1: 800}) // must not arm a second timer
+	batch(1, stream.PartitionOffsets{0: 600, 1: 500}) // 1100: arms a timer of up to 5 ms
 	select {
 	case name := <-kills:
 		if name != "kill-at-bronze" {
@@ -35,10 +34,13 @@ func TestKillAtBronze(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no kill within 5 s of reaching the target")
 	}
+	// A batch committed after the arming one kills at once (the timer may
+	// be longer than the batches after it).
+	batch(2, stream.PartitionOffsets{0: 900, 1: 800})
 	select {
 	case <-kills:
-		t.Fatal("killed twice")
-	case <-time.After(50 * time.Millisecond):
+	default:
+		t.Fatal("the batch after the arming one committed without a kill")
 	}
 	if len(seen) != 3 {
 		t.Fatalf("the wrapped callback saw batches %v, want all three", seen)

@@ -234,7 +234,8 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		// (KillAtBronzeEnv): a capped batch of a flat-out backlog takes 10
 		// to 20 ms, less than a status poll takes to answer on a loaded
 		// machine. The kill lands up to two batches after the target (the
-		// batch that reaches it, then the one it interrupts), so a random
+		// batch that reaches it, then the one it interrupts or, at the
+		// latest, follows), so a random
 		// target keeps three batches after it; a test's fractions are kept.
 		if last := res.Backlog - 3*int64(cfg.MaxOffsetsPerTrigger); len(cfg.KillFractions) == 0 && target > last && last > 0 {
 			target = last
