@@ -190,14 +190,24 @@ func (d *duck) attachGold(ctx context.Context, lake lakeAPI, mt mart) error {
 // (see attachWhere), and returns the snapshot it was planned from (0: no
 // table or no snapshot yet).
 func (d *duck) attachGoldAs(ctx context.Context, lake lakeAPI, mt mart, name, where string) (int64, error) {
+	f, err := planGold(ctx, lake, mt)
+	if err != nil {
+		return 0, err
+	}
+	return f.SnapshotID, d.attachWhere(ctx, name, f, where)
+}
+
+// planGold plans a gold mart's live files (none, with the mart's columns,
+// if no Refresh has created it yet).
+func planGold(ctx context.Context, lake lakeAPI, mt mart) (table.Files, error) {
 	f, err := lake.DataFiles(ctx, mt.ident)
 	if isNoTable(err) {
 		f, err = table.Files{SchemaMap: arrowSchemaMap(mt.schema)}, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("plan %s: %w", mt.ident, err)
+		return table.Files{}, fmt.Errorf("plan %s: %w", mt.ident, err)
 	}
-	return f.SnapshotID, d.attachWhere(ctx, name, f, where)
+	return f, nil
 }
 
 // arrowSchemaMap renders a schema built by schemaOf as a read_parquet

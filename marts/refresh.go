@@ -135,8 +135,14 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 		fault.Hit(hookAfterGoldWrite)
 	}
 	wrote := map[string]int64{}
+	planned := map[string]table.Files{}
 	for _, mt := range marts {
-		if wrote[mt.ident], err = d.attachGoldAs(ctx, m.lake, mt, mt.ident, ""); err != nil {
+		f, err := planGold(ctx, m.lake, mt)
+		if err != nil {
+			return rep, err
+		}
+		wrote[mt.ident], planned[mt.ident] = f.SnapshotID, f
+		if err := d.attach(ctx, mt.ident, f); err != nil {
 			return rep, err
 		}
 	}
@@ -148,7 +154,7 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 	// The checks compare the rebuilt days of gold, read back, with the
 	// same days of silver.
 	for _, mt := range marts {
-		if _, err := d.attachGoldAs(ctx, m.lake, mt, mt.ident, sc.goldFilter(mt)); err != nil {
+		if err := d.attachWhere(ctx, mt.ident, planned[mt.ident], sc.goldFilter(mt)); err != nil {
 			return rep, err
 		}
 	}

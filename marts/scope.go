@@ -134,11 +134,14 @@ func planScope(prev *incState, edits, sessions table.Files, gold map[string]int6
 
 // overlapping keeps the files whose bounds touch one of days.
 func overlapping(f table.Files, days []dayKey) table.Files {
+	starts := make([]time.Time, len(days))
+	for i, d := range days {
+		starts[i], _ = time.Parse(time.DateOnly, string(d))
+	}
 	out := table.Files{SchemaMap: f.SchemaMap, SnapshotID: f.SnapshotID, Paths: []string{}}
 	for i, p := range f.Paths {
 		b := f.Bounds[i]
-		for _, d := range days {
-			start, _ := time.Parse(time.DateOnly, string(d))
+		for _, start := range starts {
 			if !b.OK || !b.Upper.Before(start) && b.Lower.Before(start.Add(24*time.Hour)) {
 				out.Paths = append(out.Paths, p)
 				out.Bounds = append(out.Bounds, b)
