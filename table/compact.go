@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -128,22 +127,6 @@ func (l *Lake) Compact(ctx context.Context, ident string, pol CompactPolicy) (Co
 	return out, err
 }
 
-// compactionBounds keep a rewrite's memory to a few batches of rows instead
-// of the group. iceberg-go's defaults (a scan worker per core, each holding
-// a decoded file; batches of 131,072 rows; 64 batches queued for the writer;
-// row groups of a million rows buffered before a flush) held most of a
-// group decoded: eight files of 12,000 rows of 2 KB took 142 MiB of live
-// heap (TestCompactMemoryBounded), and the 600 ev/s soak saw 500 MB live
-// during a compaction. One reader, batches of 1,024 rows, two queued and
-// row groups of 8,192 rows took 62 MiB, at the same speed; batches of 256
-// rows saved 8 MiB more and took twice as long.
-var compactionBounds = []icetable.CompactionGroupOption{
-	icetable.WithCompactionScanConcurrency(1),
-	icetable.WithCompactionArrowBatchSize(1024),
-	icetable.WithCompactionRecordBatchBufferSize(2),
-	icetable.WithCompactionParquetRowGroupLimit(8192),
-}
-
 // writeGroups writes the merged files of each group and checks that each
 // holds exactly the rows of the files it replaces.
 func writeGroups(ctx context.Context, tbl *icetable.Table, groups []icetable.CompactionTaskGroup, target int64) ([]icetable.CompactionGroupResult, error) {
@@ -154,9 +137,14 @@ func writeGroups(ctx context.Context, tbl *icetable.Table, groups []icetable.Com
 		}
 		return nil, err
 	}
+	mt, err := mergeTable(tbl)
+	if err != nil {
+		return nil, err
+	}
 	for _, g := range groups {
-		gr, err := icetable.ExecuteCompactionGroup(ctx, tbl, g, slices.Concat(compactionBounds, []icetable.CompactionGroupOption{icetable.WithCompactionTargetFileSize(target)})...)
+		gr, err := mergeGroup(ctx, mt, g, target)
 		if err != nil {
+			removeDataFiles(ctx, tbl, gr.NewDataFiles)
 			return fail(fmt.Errorf("rewrite group %s: %w", g.PartitionKey, err))
 		}
 		out = append(out, gr)

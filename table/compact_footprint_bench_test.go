@@ -21,25 +21,34 @@ import (
 // hour of benchmarks/soak-8709538.md reached its high-water mark (289 MiB
 // against 182 sampled) at a bronze merge of 8 tier-4 files (122,409 rows)
 // into one; this merges 8 files of 15,300 generated events (the real
-// stream's shapes, 140 MB of raw JSON) and reports, per merge, how far the
-// live heap and the Go runtime's resident memory (mapped minus handed back)
-// rose above their level before it, and what the merge allocated. On this
-// machine (2026-12-02, code 2bb9d12): live +46 MiB, resident +89 MiB, 843
-// MiB allocated in 26 collections, 0.48 s: the merge allocates six times
-// its data in short-lived Arrow buffers, so the collector's headroom
-// doubles its live peak. Measured by hand with other bounds: batches of
-// 256 rows +31 / +66 MiB (0.55 s); 256 rows, one queued batch and row
-// groups of 1,024 rows +25 / +53 (0.75 s); GOGC 25 during the merge with
-// today's bounds +38 / +53 (0.71 s); a pooling allocator handed to
-// iceberg-go through the context (compute.WithAllocator: its reader and
-// writer take theirs from there) cut the allocations to 324 MiB but the peaks
-// only to +44 / +89: the peak is what the merge holds live (the Parquet
-// reader's column chunks and builders, the writer's buffered row group), not
-// its garbage. Setting up the files is not timed.
+// stream's shapes, 140 MB of raw JSON) beside 22 MiB of other live heap
+// (the appliance's at 35 ev/s, which sets the collector's goal before the
+// merge) and reports, per merge, how far the live heap and the Go
+// runtime's resident memory (mapped minus handed back) rose above their
+// level before it, and what the merge allocated. Setting up the files is
+// not timed. On this machine (2026-12-03):
+//   - iceberg-go's ExecuteCompactionGroup with bounds (one reader,
+//     1,024-row batches, two queued, row groups of 8,192 rows; code
+//     98069e8): live +50, resident +113 to +125 MiB, 831 MiB allocated,
+//     0.66 s;
+//   - mergeGroup (one file after the other on one goroutine, 256-row
+//     batches, one queued, row groups of 2,048 rows, pages of 512 KiB):
+//     live +20, resident +61, 790 MiB allocated, 0.77 s;
+//   - with GOGC halved during the merge (paceGC): resident +40.
+//
+// Measured on the way: with pages of 1 MiB live +25 / resident +52 (no
+// ballast); 256 KiB pages +18 / +39 but files 10 % larger; a pooling
+// allocator or arrow-go's C allocator moved the buffers out of the Go heap
+// but not out of the process (anonymous memory +73 MiB).
 func BenchmarkCompactTierFootprint(b *testing.B) {
 	ctx := context.Background()
 	const files, rows = 8, 15_300
 	var live, resident, alloc uint64
+	ballast := make([]*[1 << 20]byte, 22)
+	for i := range ballast {
+		ballast[i] = new([1 << 20]byte)
+	}
+	defer runtime.KeepAlive(ballast)
 	for b.Loop() {
 		b.StopTimer()
 		l := openLake(b, table.Config{Dir: b.TempDir()})
@@ -49,8 +58,8 @@ func BenchmarkCompactTierFootprint(b *testing.B) {
 			mustCommit(b, l, table.Bronze, batchOf("bronze", int64(i+1), rec))
 			rec.Release()
 		}
-		// Nothing of the set-up stays live: a held input would raise the
-		// collector's goal and let the merge's garbage pile up under it.
+		// Nothing of the set-up stays live; the ballast is.
+		evs = nil
 		runtime.GC()
 		debug.FreeOSMemory()
 		live0, res0 := goFootprint()
