@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	iceio "github.com/apache/iceberg-go/io"
+
+	"lakehouse/internal/durable"
 )
 
 // durableFS is iceberg-go's local FileIO with the durability the library
@@ -89,52 +91,17 @@ func localName(name string) (string, error) {
 	return filepath.FromSlash(u.Path), nil
 }
 
-// fsync is the sync call for files and directories; tests override it to
-// inject failures such as EIO.
-var fsync = (*os.File).Sync
-
 // syncDir fsyncs a directory so entries created or renamed in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	serr := fsync(d)
-	cerr := d.Close()
-	if serr != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, serr)
-	}
-	if cerr != nil {
-		return fmt.Errorf("close dir %s: %w", dir, cerr)
-	}
-	return nil
-}
+func syncDir(dir string) error { return durable.SyncDir(dir) }
 
-// mkdirAllDurable creates dir and its missing parents and fsyncs the parent
-// of every directory it created.
+// mkdirAllDurable creates dir and its missing parents and marks the parent
+// of every directory it created dirty (synced before the next pointer swap).
 func mkdirAllDurable(dir string) error {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("stat %s: %w", d, err)
-		}
-		missing = append(missing, d)
-		if parent := filepath.Dir(d); parent == d {
-			break
-		}
+	parents, err := durable.MkdirAll(dir)
+	for _, p := range parents {
+		markDirty(p)
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("mkdir %s: %w", dir, err)
-	}
-	for _, d := range missing { // each parent records its new child
-		markDirty(filepath.Dir(d))
-	}
-	return nil
+	return err
 }
 
 // durableFile fsyncs itself and its directory on Close.
@@ -147,7 +114,7 @@ type durableFile struct {
 func (f *durableFile) Close() error {
 	f.once.Do(func() {
 		name := f.Name()
-		if err := fsync(f.File); err != nil {
+		if err := durable.Fsync(f.File); err != nil {
 			_ = f.File.Close()
 			f.err = fmt.Errorf("sync %s: %w", name, err)
 			return

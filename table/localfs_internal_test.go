@@ -5,14 +5,22 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"lakehouse/internal/durable"
 )
 
+// TestDurableFSMarksAndSyncsDirs: the bookkeeping of directories that
+// gained entries: a write marks its directory and every directory it had to
+// create, and syncDirtyDirs clears them (TestCommitFsyncsFilesAndDirs shows
+// the fsyncs themselves).
 func TestDurableFSMarksAndSyncsDirs(t *testing.T) {
 	root := t.TempDir()
 	name := filepath.Join(root, "a", "b", "f.bin")
@@ -46,6 +54,72 @@ func TestDurableFSMarksAndSyncsDirs(t *testing.T) {
 	}
 }
 
+// TestCommitFsyncsFilesAndDirs: a CommitBatch on local disk fsyncs every
+// file it wrote (the Parquet data file, the manifest, the manifest list, the
+// metadata.json) and every directory they were written into before it
+// returns, so what the committed pointer names survives a power cut.
+func TestCommitFsyncsFilesAndDirs(t *testing.T) {
+	ctx := context.Background()
+	l, err := Open(ctx, Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.EnsureTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	synced := map[string]bool{}
+	orig := durable.Fsync
+	t.Cleanup(func() { durable.Fsync = orig })
+	durable.Fsync = func(f *os.File) error {
+		synced[f.Name()] = true
+		return orig(f)
+	}
+	before := filesUnder(t, l.Warehouse())
+	if _, err := l.CommitBatch(ctx, StreamProgress, Batch{Query: "q", ID: 1, Records: []arrow.RecordBatch{progressRecord()}}); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, f := range filesUnder(t, l.Warehouse()) {
+		if slices.Contains(before, f) {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(f, ".parquet"):
+			kinds["data"]++
+		case strings.HasSuffix(f, ".metadata.json"):
+			kinds["metadata"]++
+		case strings.HasSuffix(f, ".avro"):
+			kinds["manifest"]++
+		}
+		if !synced[f] {
+			t.Errorf("the commit wrote %s and did not fsync it", f)
+		}
+		if !synced[filepath.Dir(f)] {
+			t.Errorf("the commit wrote %s and did not fsync its directory", f)
+		}
+	}
+	if kinds["data"] == 0 || kinds["metadata"] == 0 || kinds["manifest"] < 2 {
+		t.Fatalf("inconclusive: the commit wrote %v, want a data file, a metadata file, a manifest and a manifest list", kinds)
+	}
+}
+
+// filesUnder lists the regular files under dir.
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			out = append(out, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestFsyncFailureFailsCommit: an fsync error (EIO, as from a failing disk)
 // fails CommitBatch with that error and commits nothing.
 func TestFsyncFailureFailsCommit(t *testing.T) {
@@ -60,9 +134,9 @@ func TestFsyncFailureFailsCommit(t *testing.T) {
 			if err := l.EnsureTables(ctx); err != nil {
 				t.Fatal(err)
 			}
-			orig := fsync
-			t.Cleanup(func() { fsync = orig })
-			fsync = func(f *os.File) error {
+			orig := durable.Fsync
+			t.Cleanup(func() { durable.Fsync = orig })
+			durable.Fsync = func(f *os.File) error {
 				st, err := f.Stat()
 				if err == nil && st.IsDir() == (target == "dir") {
 					return syscall.EIO
@@ -73,7 +147,7 @@ func TestFsyncFailureFailsCommit(t *testing.T) {
 			if !errors.Is(err, syscall.EIO) {
 				t.Fatalf("commit: got %v, want EIO", err)
 			}
-			fsync = orig
+			durable.Fsync = orig
 			if _, ok, err := l.LastCommitted(ctx, StreamProgress, "q"); err != nil || ok {
 				t.Fatalf("marker after failed fsync: ok=%v err=%v, want none", ok, err)
 			}
