@@ -20,18 +20,16 @@ var allowedImports = map[string][]string{
 
 // TestDependencyDirection fails when a package imports a project package the
 // design does not allow (checked with `go list -deps`, so indirect imports
-// count too).
+// count too), or when a package of the design is missing.
 func TestDependencyDirection(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatalf("the dependency check needs the go command on PATH: %v", err)
 	}
 	for pkg, allowed := range allowedImports {
+		// A package of the design card that is missing (moved, renamed)
+		// fails here: go list reports it.
 		out, err := exec.Command("go", "list", "-deps", "./"+pkg+"/...").CombinedOutput()
 		if err != nil {
-			if strings.Contains(string(out), "matched no packages") || strings.Contains(string(out), "no Go files") ||
-				strings.Contains(string(out), "directory not found") || strings.Contains(string(out), "no such file or directory") {
-				continue // not written yet
-			}
 			t.Fatalf("go list -deps ./%s/...: %v\n%s", pkg, err, out)
 		}
 		ok := map[string]bool{pkg: true, "internal": true}

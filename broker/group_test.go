@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"lakehouse/broker"
+	"lakehouse/internal/fault"
 )
 
 // TestBadBatchFailsOnlyItsCaller: a batch the store would refuse (here an
@@ -59,5 +62,56 @@ func TestBadBatchFailsOnlyItsCaller(t *testing.T) {
 	}
 	if len(msgs) != good {
 		t.Errorf("the topic holds %d records, want the %d good ones", len(msgs), good)
+	}
+}
+
+// TestConcurrentAppendsShareOneCommit: appends that arrive while a group
+// commit is in flight are committed together in the next one. The first
+// append's commit is held (at the broker.after-commit hook) until the other
+// callers are waiting; every hit of the hook is one group commit, and the
+// waiting callers must share commits: at most 3 for 32 appends (the held
+// one, the crowd, and one for a caller the scheduler started late).
+func TestConcurrentAppendsShareOneCommit(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, t.TempDir())
+	if err := db.CreateTopic(ctx, "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 32
+	var (
+		commits atomic.Int64
+		first   = make(chan struct{})
+		release = make(chan struct{})
+	)
+	fault.ArmFunc("broker.after-commit", 0, func(string) {
+		if commits.Add(1) == 1 {
+			close(first)
+			<-release
+		}
+	})
+	defer fault.Disarm()
+	append1 := func(i int) error {
+		_, err := db.Append(ctx, broker.Batch{Records: []broker.Record{{Topic: "t", Partition: 0, Value: []byte(fmt.Sprintf("r%d", i))}}})
+		return err
+	}
+	errs := make(chan error, callers)
+	go func() { errs <- append1(0) }()
+	<-first // the first group commit is in flight, and held
+	for i := 1; i < callers; i++ {
+		go func() { errs <- append1(i) }()
+	}
+	time.Sleep(200 * time.Millisecond) // the crowd reaches the committer's queue
+	close(release)
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := db.Read(ctx, "t", 0, 0, callers+1)
+	if err != nil || len(msgs) != callers {
+		t.Fatalf("read back %d records (%v), want %d", len(msgs), err, callers)
+	}
+	if got := commits.Load(); got > 3 {
+		t.Errorf("%d appends took %d group commits, want them to share (at most 3)", callers, got)
 	}
 }

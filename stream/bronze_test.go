@@ -1,9 +1,13 @@
 package stream
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,9 +136,14 @@ func TestBronzeCheckpointLoss(t *testing.T) {
 			ctx, cancel := context.WithCancel(ctxT(t, 120*time.Second))
 			done := make(chan error, 1)
 			go func() { done <- q1.Run(ctx) }()
+			deadline := time.Now().Add(60 * time.Second)
 			for {
 				if _, runs := q1.Last(); runs >= 4 {
 					break
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					t.Fatalf("bronze ran %d batches in 60 s, want 4 before the checkpoint is deleted (Run: %v)", func() int64 { _, r := q1.Last(); return r }(), <-done)
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -149,12 +158,24 @@ func TestBronzeCheckpointLoss(t *testing.T) {
 			if err := os.RemoveAll(q1.Config().CheckpointDir); err != nil {
 				t.Fatal(err)
 			}
+			var logged syncBuffer
+			cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 			q2, err := NewBronze(db, lake, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := q2.Drain(ctxT(t, 120*time.Second)); err != nil {
 				t.Fatal(err)
+			}
+			// The change is logged as an error naming both ids, and the
+			// fresh start says duplicates follow.
+			log := logged.String()
+			if !strings.Contains(log, "level=ERROR msg=\"STREAM QUERY ID CHANGED") ||
+				!strings.Contains(log, "previous_query_id="+q1.QueryID()) || !strings.Contains(log, "new_query_id="+q2.QueryID()) {
+				t.Errorf("the query-id change was not logged as an error naming %s and %s:\n%s", q1.QueryID(), q2.QueryID(), log)
+			}
+			if got := strings.Contains(log, "STREAM START FRESH"); got != tc.wantDups {
+				t.Errorf("log says it starts fresh (duplicates follow): %v, want %v", got, tc.wantDups)
 			}
 			dups := checkExactlyOnce(t, bronzePairs(t, lake), endOffsets(t, db), tc.wantDups)
 			if tc.wantDups && dups != before {
@@ -172,4 +193,22 @@ func TestBronzeCheckpointLoss(t *testing.T) {
 			}
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
