@@ -34,24 +34,34 @@ const (
 
 const crashSource = "crash"
 
-// TestCrashChild is the child side of TestCrash: it ingests from the
-// parent's replay server into the broker file until it is killed (by an
-// armed fault hook or by the parent) or gets SIGTERM (then it stops cleanly).
-func TestCrashChild(t *testing.T) {
-	if os.Getenv(envCrashChild) != "1" {
-		t.Skip("the body of the child process TestCrash starts; nothing to do in a normal run")
+// TestMain runs crashChild instead of the tests in TestCrash's child
+// process (envCrashChild set).
+func TestMain(m *testing.M) {
+	if os.Getenv(envCrashChild) == "1" {
+		if err := crashChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// crashChild is the child side of TestCrash: it ingests from the parent's
+// replay server into the broker file until it is killed (by an armed fault
+// hook or by the parent) or gets SIGTERM (then it stops cleanly).
+func crashChild() error {
 	if h := os.Getenv(envCrashHook); h != "" {
 		name, skip, _ := strings.Cut(h, ":")
 		n, err := strconv.Atoi(skip)
 		if err != nil {
-			t.Fatalf("bad %s=%q", envCrashHook, h)
+			return fmt.Errorf("bad %s=%q", envCrashHook, h)
 		}
 		fault.Arm(name, n)
 	}
 	db, err := broker.Open(os.Getenv(envCrashDB), broker.Options{})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
@@ -68,9 +78,7 @@ func TestCrashChild(t *testing.T) {
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	return err
 }
 
 // crashRound is how one child run ends.
@@ -94,7 +102,7 @@ type child struct {
 
 func startChild(t *testing.T, url, dbPath string, rd crashRound) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.v")
+	cmd := exec.Command(os.Args[0]) // TestMain runs crashChild
 	cmd.Env = append(os.Environ(), envCrashChild+"=1", envCrashURL+"="+url, envCrashDB+"="+dbPath, envCrashHook+"=")
 	if rd.hook != "" {
 		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%s:%d", envCrashHook, rd.hook, rd.skip))

@@ -45,14 +45,6 @@ var (
 	backlogDirs []string
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, d := range backlogDirs {
-		os.RemoveAll(d)
-	}
-	os.Exit(code)
-}
-
 func backlogBroker(b *testing.B, n int) string {
 	b.Helper()
 	if p, ok := backlogs[n]; ok {

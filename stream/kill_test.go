@@ -41,25 +41,23 @@ const (
 	killTrigger    = 50 * time.Millisecond
 )
 
-// TestBronzeKillChild is the child's body; it is a no-op in a normal run.
-func TestBronzeKillChild(t *testing.T) {
-	dir := os.Getenv(envChildDir)
-	if dir == "" {
-		t.Skip("the body of the child process TestBronzeKill starts; nothing to do in a normal run")
-	}
+// bronzeKillChild is the child's body (TestMain runs it instead of the
+// tests when envChildDir is set): the broker and bronze in one process,
+// running until killed or, in "drain" mode, until bronze holds the backlog.
+func bronzeKillChild(dir string) error {
 	ctx := context.Background()
 	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer db.Close()
 	lake, err := table.Open(ctx, table.Config{Dir: dir})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer lake.Close()
 	if err := lake.EnsureTables(ctx); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	cfg := Config{DataDir: dir, MaxOffsetsPerTrigger: killCap, Trigger: killTrigger,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), ProgressEvery: 5}
@@ -72,17 +70,12 @@ func TestBronzeKillChild(t *testing.T) {
 	}
 	q, err := NewBronze(db, lake, cfg)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if os.Getenv(envChildMode) == "drain" {
-		if err := q.Drain(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return
+		return q.Drain(ctx)
 	}
-	if err := q.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	return q.Run(ctx)
 }
 
 // child is one run of the appliance as a child process.
@@ -96,7 +89,8 @@ type child struct {
 
 func startChild(t *testing.T, dir, mode, hook string, skip int) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBronzeKillChild$", "-test.v")
+	cmd := exec.Command(os.Args[0]) // TestMain runs bronzeKillChild
+
 	cmd.Env = append(os.Environ(), envChildDir+"="+dir, envChildMode+"="+mode,
 		envChildHook+"="+hook, envChildSkip+"="+strconv.Itoa(skip))
 	pr, pw := io.Pipe()

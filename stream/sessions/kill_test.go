@@ -38,16 +38,21 @@ func killConfig(dir string) stream.Config {
 		ProgressEvery: 3, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 }
 
-// TestSessionsKillChild is the child's body; it is a no-op in a normal run.
-func TestSessionsKillChild(t *testing.T) {
+// TestMain runs sessionsKillChild instead of the tests in the kill test's
+// child process (envKillDir set).
+func TestMain(m *testing.M) {
+	silvertest.ChildMain(envKillDir, sessionsKillChild)
+	os.Exit(m.Run())
+}
+
+// sessionsKillChild is the child's body: sessions drain silver until done
+// or killed (by an armed hook or by the parent).
+func sessionsKillChild() error {
 	dir := os.Getenv(envKillDir)
-	if dir == "" {
-		t.Skip("the body of the child process TestSessionsKill starts; nothing to do in a normal run")
-	}
 	ctx := context.Background()
 	lake, err := table.Open(ctx, table.Config{Dir: dir})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer lake.Close()
 	cfg := killConfig(dir)
@@ -58,11 +63,9 @@ func TestSessionsKillChild(t *testing.T) {
 	}
 	q, _, err := NewQuery(lake, cfg, killSessions)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := q.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	return q.Drain(ctx)
 }
 
 type killRound struct {
@@ -133,7 +136,7 @@ func TestSessionsKill(t *testing.T) {
 // killOnce runs one child and kills it (silvertest.KillOnce).
 func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
 	silvertest.KillOnce(t, silvertest.Kill{
-		Dir: dir, Table: table.EditorSessions, Query: QueryName, ChildTest: "TestSessionsKillChild",
+		Dir: dir, Table: table.EditorSessions, Query: QueryName,
 		Env: []string{envKillDir + "=" + dir}, Hook: r.hook,
 		Arm: func(before int64) []string {
 			skip := r.skip

@@ -43,16 +43,21 @@ func killConfig(dir string) (stream.Config, Config) {
 		Config{MaxDeltaChain: killChain}
 }
 
-// TestSilverKillChild is the child's body; it is a no-op in a normal run.
-func TestSilverKillChild(t *testing.T) {
+// TestMain runs silverKillChild instead of the tests in the kill test's
+// child process (envKillDir set).
+func TestMain(m *testing.M) {
+	silvertest.ChildMain(envKillDir, silverKillChild)
+	os.Exit(m.Run())
+}
+
+// silverKillChild is the child's body: silver drains bronze until done or
+// killed (by an armed hook or by the parent).
+func silverKillChild() error {
 	dir := os.Getenv(envKillDir)
-	if dir == "" {
-		t.Skip("the body of the child process TestSilverKill starts; nothing to do in a normal run")
-	}
 	ctx := context.Background()
 	lake, err := table.Open(ctx, table.Config{Dir: dir})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer lake.Close()
 	cfg, scfg := killConfig(dir)
@@ -65,11 +70,9 @@ func TestSilverKillChild(t *testing.T) {
 	}
 	q, _, err := NewQuery(lake, cfg, scfg)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := q.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	return q.Drain(ctx)
 }
 
 type killRound struct {
@@ -144,7 +147,7 @@ func setupBronze(t *testing.T, dir string, sc silvertest.Scenario) {
 // killOnce runs one child and kills it (silvertest.KillOnce).
 func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
 	silvertest.KillOnce(t, silvertest.Kill{
-		Dir: dir, Table: table.SilverEdits, Query: QueryName, ChildTest: "TestSilverKillChild",
+		Dir: dir, Table: table.SilverEdits, Query: QueryName,
 		Env: []string{envKillDir + "=" + dir}, Hook: r.hook,
 		Arm: func(int64) []string {
 			return []string{envKillHook + "=" + r.hook, envKillSkip + "=" + strconv.Itoa(r.skip)}

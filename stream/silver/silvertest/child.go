@@ -3,6 +3,7 @@ package silvertest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,8 +14,7 @@ import (
 )
 
 // Child is one run of a query as a child process: the test binary re-run
-// with -test.run naming the child's test function and env telling it its
-// role.
+// with env telling it its role, which its TestMain hands to ChildMain.
 type Child struct {
 	cmd    *exec.Cmd
 	out    *syncBuffer
@@ -40,11 +40,26 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// StartChild runs the test binary's test named test (an exact name) with
-// env added to the environment.
-func StartChild(t testing.TB, test string, env ...string) *Child {
+// ChildMain is the first call of TestMain in a package whose tests run a
+// query as a child process: when the environment variable env is set, this
+// process is that child, and ChildMain runs body and exits (status 1, the
+// error on stderr, if body fails) instead of returning to run the tests.
+func ChildMain(env string, body func() error) {
+	if os.Getenv(env) == "" {
+		return
+	}
+	if err := body(); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// StartChild runs the test binary with env added to the environment (which
+// makes its TestMain run the child's body, see ChildMain).
+func StartChild(t testing.TB, env ...string) *Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), env...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -54,6 +69,19 @@ func StartChild(t testing.TB, test string, env ...string) *Child {
 	c := &Child{cmd: cmd, out: out, done: make(chan error, 1)}
 	go func() { c.done <- cmd.Wait() }()
 	return c
+}
+
+// Exited reports whether the child has ended (without waiting).
+func (c *Child) Exited() bool {
+	if c.exited {
+		return true
+	}
+	select {
+	case c.err = <-c.done:
+		c.exited = true
+	default:
+	}
+	return c.exited
 }
 
 // Wait returns the child's exit error; it SIGKILLs the child and fails the

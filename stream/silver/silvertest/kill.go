@@ -12,11 +12,10 @@ import (
 
 // Kill describes one kill of a query that runs in a child process.
 type Kill struct {
-	Dir       string   // the data directory the child works in
-	Table     string   // the query's sink table
-	Query     string   // the query name: its marker on Table shows progress
-	ChildTest string   // the test function the child process runs
-	Env       []string // the child's environment (its role)
+	Dir   string   // the data directory the child works in
+	Table string   // the query's sink table
+	Query string   // the query name: its marker on Table shows progress
+	Env   []string // the child's environment (its role)
 	// Hook is the fault hook that must kill the child; "" kills it at a
 	// random point after a few batches instead.
 	Hook string
@@ -39,7 +38,7 @@ func KillOnce(t *testing.T, k Kill) {
 		t.Fatalf("inconclusive: %s already complete (batch %d) before the kill", k.Query, before)
 	}
 	if k.Hook != "" {
-		c := StartChild(t, k.ChildTest, append(slices.Clone(k.Env), k.Arm(before)...)...)
+		c := StartChild(t, append(slices.Clone(k.Env), k.Arm(before)...)...)
 		err := c.Wait(t, 2*time.Minute)
 		if !WasKilled(err) || !strings.Contains(c.Output(), fault.Marker(k.Hook)) {
 			t.Fatalf("inconclusive: hook %s did not kill the child (exit %v); output:\n%s",
@@ -54,11 +53,11 @@ func KillOnce(t *testing.T, k Kill) {
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), k.Seed))
 	for attempt := 0; attempt < 5; attempt++ {
-		c := StartChild(t, k.ChildTest, k.Env...)
+		c := StartChild(t, k.Env...)
 		want := 1 + rng.IntN(3)
 		deadline := time.Now().Add(time.Minute)
 		for strings.Count(c.Output(), `msg="stream batch"`) < want && time.Now().Before(deadline) {
-			if strings.Contains(c.Output(), "--- ") { // the child test ended
+			if c.Exited() {
 				break
 			}
 			time.Sleep(2 * time.Millisecond)
