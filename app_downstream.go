@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"lakehouse/marts"
-	"lakehouse/stream"
 	"lakehouse/stream/lakeio"
 	"lakehouse/stream/sessions"
 	"lakehouse/stream/silver"
@@ -72,9 +71,8 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 }
 
 // protect returns the snapshot of ident that the query reading it will
-// start its next batch from (the end of its last committed batch, taken
-// from the downstream table's marker, which survives checkpoint loss).
-// Expiry keeps it and everything newer.
+// start its next batch from (lakeio.ResumeSnapshot). Expiry keeps it and
+// everything newer.
 func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
 	if slices.Contains(p.flags.holdHistory, ident) {
 		snaps, err := p.lake.AppendsAfter(ctx, ident, 0)
@@ -95,21 +93,11 @@ func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
 	default:
 		return 0, nil
 	}
-	m, ok, err := p.lake.LastCommitted(ctx, reader, query)
-	if err != nil {
-		return 0, err
+	snap, err := lakeio.ResumeSnapshot(ctx, p.lake, reader, query)
+	if errors.Is(err, lakeio.ErrNotConsumed) {
+		return 0, fmt.Errorf("protect %s: %w: %w", ident, marts.ErrNotConsumed, err)
 	}
-	if !ok {
-		return 0, fmt.Errorf("protect %s: %s: %w", ident, query, marts.ErrNotConsumed)
-	}
-	off, err := lakeio.ParseSnapshotOffset(stream.Offset(m.Offsets))
-	if err != nil {
-		return 0, err
-	}
-	if off.Snapshot == 0 {
-		return 0, fmt.Errorf("protect %s: %s: %w", ident, query, marts.ErrNotConsumed)
-	}
-	return off.Snapshot, nil
+	return snap, err
 }
 
 // demoSummary refreshes the gold marts once and prints what they hold.

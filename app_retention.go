@@ -15,29 +15,19 @@ import (
 const retentionEvery = 10 * time.Minute
 
 // retainConsumed trims records older than maxAge from the recentchange
-// topic, but never an offset bronze has not committed yet: the floor of
-// each partition is the end offset in bronze's table marker (which survives
-// a lost checkpoint). With no marker nothing is trimmed. It returns the
-// number of records removed.
+// topic, but never an offset bronze has not committed (stream.BrokerFloor).
+// It returns the number of records removed.
 func retainConsumed(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, now time.Time) (int64, error) {
-	m, ok, err := lake.LastCommitted(ctx, table.Bronze, stream.BronzeQuery)
-	if err != nil {
-		return 0, fmt.Errorf("retention: bronze marker: %w", err)
-	}
-	if !ok {
-		return 0, nil
-	}
-	ends, err := stream.ParsePartitionOffsets(stream.Offset(m.Offsets))
-	if err != nil {
-		return 0, fmt.Errorf("retention: %w", err)
-	}
 	offs, err := db.Offsets(ctx, ingest.DefaultTopic)
 	if err != nil {
 		return 0, fmt.Errorf("retention: %w", err)
 	}
-	floor := make([]int64, len(offs))
-	for i := range offs {
-		floor[i] = ends[i] // a partition bronze never read has floor 0
+	floor, ok, err := stream.BrokerFloor(ctx, lake, len(offs))
+	if err != nil {
+		return 0, fmt.Errorf("retention: %w", err)
+	}
+	if !ok {
+		return 0, nil
 	}
 	return db.Retain(ctx, ingest.DefaultTopic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
 }
