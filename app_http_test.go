@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/marts"
 )
 
@@ -19,7 +20,7 @@ import (
 // health and the HTTP surface on a free loopback port).
 type testAppliance struct {
 	p      *pipeline
-	replay *ingest.Replay
+	src    *replay.Server
 	base   string // http://127.0.0.1:port
 	cancel context.CancelFunc
 	errc   chan error
@@ -27,19 +28,19 @@ type testAppliance struct {
 
 // startAppliance starts the appliance on a fresh lake fed by replay; tune
 // may adjust the flags and health rules before it runs.
-func startAppliance(t *testing.T, replay *ingest.Replay, tune func(*pipelineFlags, *healthRules)) *testAppliance {
+func startAppliance(t *testing.T, src *replay.Server, tune func(*pipelineFlags, *healthRules)) *testAppliance {
 	t.Helper()
-	url, err := replay.Start("127.0.0.1:0")
+	url, err := src.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { replay.Close() })
-	return startApplianceAt(t, replay, url, tune)
+	t.Cleanup(func() { src.Close() })
+	return startApplianceAt(t, src, url, tune)
 }
 
 // startApplianceAt is startAppliance for a replay already serving at url
 // (a restart: tune sets the data directory of the earlier run).
-func startApplianceAt(t *testing.T, replay *ingest.Replay, url string, tune func(*pipelineFlags, *healthRules)) *testAppliance {
+func startApplianceAt(t *testing.T, src *replay.Server, url string, tune func(*pipelineFlags, *healthRules)) *testAppliance {
 	t.Helper()
 	f := pipelineFlags{common: common{data: t.TempDir()}, source: url, userAgent: ingest.DefaultUserAgent,
 		partitions: ingest.DefaultPartitions, trigger: 200 * time.Millisecond, sessTrigger: 200 * time.Millisecond,
@@ -58,7 +59,7 @@ func startApplianceAt(t *testing.T, replay *ingest.Replay, url string, tune func
 		t.Fatal(err)
 	}
 	p.health = newHealth(rules, log)
-	a := &testAppliance{p: p, replay: replay, cancel: cancel, errc: make(chan error, 1)}
+	a := &testAppliance{p: p, src: src, cancel: cancel, errc: make(chan error, 1)}
 	go func() { a.errc <- p.run(ctx, io.Discard) }()
 	t.Cleanup(a.stop)
 	if a.base = p.waitHTTP(ctx); a.base == "" {

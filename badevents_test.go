@@ -10,6 +10,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/table"
 )
 
@@ -25,28 +26,28 @@ import (
 // restart on the same data is clean: new on-time edits land too.
 func TestBadEventsNeverStopSilver(t *testing.T) {
 	dir := t.TempDir()
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 14, Restamp: true, ResumeAfter: true})
-	url, err := replay.Start("127.0.0.1:0")
+	src := replay.New(replay.Config{Seed: 14, Restamp: true, ResumeAfter: true})
+	url, err := src.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { replay.Close() })
-	replay.Loops(ingest.Generate(14, 300), 1)
-	replay.Violations(len(ingest.ViolationKinds))
+	t.Cleanup(func() { src.Close() })
+	src.Loops(replay.Generate(14, 300), 1)
+	src.Violations(len(replay.ViolationKinds))
 	onData := func(f *pipelineFlags, _ *healthRules) { f.data = dir }
 	ctx := context.Background()
 
-	a := startApplianceAt(t, replay, url, onData)
-	a.drained(t, replay.Counts().OnTime)
+	a := startApplianceAt(t, src, url, onData)
+	a.drained(t, src.Counts().OnTime)
 	// On-time events after every bad one has been through silver: a bad
 	// event that had moved the watermark would make them late.
-	replay.Loops(ingest.Generate(15, 300), 1)
-	c := replay.Counts()
+	src.Loops(replay.Generate(15, 300), 1)
+	c := src.Counts()
 	a.drained(t, c.OnTime)
 	checkSilver(t, a, c.OnTimeEditNew)
 
 	dlq := readTopicAll(t, a, ingest.DefaultDLQTopic)
-	if got, want := len(dlq), len(ingest.ViolationKinds); got != want {
+	if got, want := len(dlq), len(replay.ViolationKinds); got != want {
 		t.Fatalf("DLQ records: got %d, want %d (one per kind)", got, want)
 	}
 	var reasons []string
@@ -86,13 +87,13 @@ func TestBadEventsNeverStopSilver(t *testing.T) {
 	a.stop()
 
 	// A restart on the same lake and stream position.
-	replay.Loops(ingest.Generate(16, 300), 1)
-	b := startApplianceAt(t, replay, url, onData)
-	c = replay.Counts()
+	src.Loops(replay.Generate(16, 300), 1)
+	b := startApplianceAt(t, src, url, onData)
+	c = src.Counts()
 	b.drained(t, c.OnTime)
 	checkSilver(t, b, c.OnTimeEditNew)
-	if got := len(readTopicAll(t, b, ingest.DefaultDLQTopic)); got != len(ingest.ViolationKinds) {
-		t.Errorf("DLQ records after the restart: got %d, want %d", got, len(ingest.ViolationKinds))
+	if got := len(readTopicAll(t, b, ingest.DefaultDLQTopic)); got != len(replay.ViolationKinds) {
+		t.Errorf("DLQ records after the restart: got %d, want %d", got, len(replay.ViolationKinds))
 	}
 	for name, q := range b.p.status(ctx).Queries {
 		if q.Error != "" {

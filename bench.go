@@ -21,6 +21,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/progress"
 	"lakehouse/stream"
@@ -97,7 +98,7 @@ func writeHeapProfile(name string) {
 }
 
 // benchRecording is the recording every phase loops over.
-var benchRecording = func() ingest.Recording { return ingest.Generate(42, 2000) }
+var benchRecording = func() replay.Recording { return replay.Generate(42, 2000) }
 
 // runPhase runs the appliance on a fresh data directory while a replay
 // server publishes at the phase's rate, waits until silver holds every
@@ -117,15 +118,15 @@ func runPhase(ctx context.Context, ph benchPhase, base string, show progress.Dis
 	rec := benchRecording()
 	total := int64(ph.Rate * ph.Duration.Seconds())
 	loops := int((total + int64(rec.Len()) - 1) / int64(rec.Len()))
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 42, Rate: ph.Rate, Restamp: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	replay.Loops(rec, loops)
-	url, err := replay.Start("127.0.0.1:0")
+	src := replay.New(replay.Config{Seed: 42, Rate: ph.Rate, Restamp: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	src.Loops(rec, loops)
+	url, err := src.Start("127.0.0.1:0")
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	defer replay.Close()
-	counts := replay.Counts()
+	defer src.Close()
+	counts := src.Counts()
 	res.Published = counts.OnTime
 	res.Expected = counts.OnTimeEditNew
 
@@ -163,7 +164,7 @@ func runPhase(ctx context.Context, ph benchPhase, base string, show progress.Dis
 	for {
 		time.Sleep(100 * time.Millisecond)
 		now := time.Now()
-		c := replay.Counts()
+		c := src.Counts()
 		if now.Sub(lastShown) >= time.Second { // silver's row count from its metadata, once a second
 			if st, err := p.lake.Stats(ctx, table.SilverEdits); err == nil {
 				bar.Set(st.Records)
@@ -210,7 +211,7 @@ func runPhase(ctx context.Context, ph benchPhase, base string, show progress.Dis
 	if st, err := p.lake.Stats(ctx, table.SilverEdits); err == nil {
 		bar.Set(st.Records)
 	}
-	bar.SetNote("sent " + humanize.Count(replay.Counts().Sent) + "/" + humanize.Count(counts.Events))
+	bar.SetNote("sent " + humanize.Count(src.Counts().Sent) + "/" + humanize.Count(counts.Events))
 	bar.Finish()
 	res.PeakRSSMiB = procStatusMiB("VmHWM:")
 	close(anonStop)
@@ -329,14 +330,14 @@ func producerCeiling(ctx context.Context, base string, n int) (float64, error) {
 	}
 	defer os.RemoveAll(dir)
 	rec := benchRecording()
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 42, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	replay.Loops(rec, (n+rec.Len()-1)/rec.Len())
-	url, err := replay.Start("127.0.0.1:0")
+	src := replay.New(replay.Config{Seed: 42, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	src.Loops(rec, (n+rec.Len()-1)/rec.Len())
+	url, err := src.Start("127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
-	defer replay.Close()
-	want := replay.Counts().OnTime
+	defer src.Close()
+	want := src.Counts().OnTime
 	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
 	if err != nil {
 		return 0, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 )
 
 func init() {
@@ -63,12 +64,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	replay, url, err := ingest.Demo("127.0.0.1:0", 1, *events, *loops, *rate, *span)
+	src, url, err := replay.Demo("127.0.0.1:0", 1, *events, *loops, *rate, *span)
 	if err != nil {
 		return fmt.Errorf("start replay server: %w", err)
 	}
-	defer replay.Close()
-	counts := replay.Counts()
+	defer src.Close()
+	counts := src.Counts()
 	f.source = url
 	fmt.Fprintf(stdout, "demo: replaying %d events (%d loops of %d, plus %d contract violations and %d canaries) from %s\n",
 		counts.Events, counts.Loops, *events, counts.Violations, counts.Canaries, url)
@@ -100,7 +101,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// of a batch is fixed before it runs from the batches before it: the
 		// batch that took the last events did not close what they made
 		// due. The stream's next event does, as on the live stream.
-		replay.Loops(demoNextEdit(), 1)
+		src.Loops(demoNextEdit(), 1)
 		fmt.Fprintln(stdout, "demo: caught up; one more edit, stamped now, as the stream's next event: its sessions batch closes the sessions the watermark passed")
 		if err := p.demoDrain(ctx, stdout, errc, stop, want+1, deadline, *timeout); err != nil {
 			return err
@@ -189,14 +190,14 @@ func (p *pipeline) demoDrain(ctx context.Context, stdout io.Writer, errc chan er
 
 // demoNextEdit is one generated edit (silver keeps it, so sessions runs a
 // batch for it), to be stamped when it is sent.
-func demoNextEdit() ingest.Recording {
-	rec := ingest.Generate(2, 50)
+func demoNextEdit() replay.Recording {
+	rec := replay.Generate(2, 50)
 	for _, ev := range rec.Events {
 		var m struct {
 			Type string `json:"type"`
 		}
 		if json.Unmarshal(ev, &m) == nil && m.Type == "edit" {
-			return ingest.Recording{Events: [][]byte{ev}}
+			return replay.Recording{Events: [][]byte{ev}}
 		}
 	}
 	panic("no edit among 50 generated events")

@@ -2,20 +2,19 @@ package main
 
 import (
 	"bytes"
+	"lakehouse/ingest/replay"
 	"strings"
 	"testing"
 	"time"
-
-	"lakehouse/ingest"
 )
 
 // TestStatusCommand: `lakehouse status` prints a running appliance's
 // picture: readiness, the hops, every query and table.
 func TestStatusCommand(t *testing.T) {
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 13, Restamp: true})
-	replay.Loops(ingest.Generate(13, 300), 1)
-	a := startAppliance(t, replay, nil)
-	a.drained(t, replay.Counts().OnTime)
+	src := replay.New(replay.Config{Seed: 13, Restamp: true})
+	src.Loops(replay.Generate(13, 300), 1)
+	a := startAppliance(t, src, nil)
+	a.drained(t, src.Counts().OnTime)
 	waitFor(t, 30*time.Second, "readiness", func() bool { return a.p.health.state().Ready })
 	var out, errb bytes.Buffer
 	if code := run([]string{"status", "--http", strings.TrimPrefix(a.base, "http://")}, &out, &errb); code != 0 {

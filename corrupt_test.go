@@ -17,6 +17,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/table"
 )
 
@@ -289,7 +290,7 @@ func runFor(t *testing.T, dir, want string) {
 // clean (no duplicated id, none missing).
 func TestCorruptSilverStateRebuiltFromTable(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	events := ingest.Generate(41, 300).Events
+	events := replay.Generate(41, 300).Events
 	appendEvents(t, dir, events[:200]) // relocate_test.go
 	runDrained(t, dir, 200, false)
 	state := newestEntry(t, filepath.Join(dir, "checkpoints", "silver", "state"))
@@ -316,7 +317,7 @@ func TestCorruptSilverStateRebuiltFromTable(t *testing.T) {
 // (moving it away), and that way works.
 func TestCorruptSessionsStateSaysHowToRecover(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	events := ingest.Generate(43, 300).Events
+	events := replay.Generate(43, 300).Events
 	appendEvents(t, dir, events[:200])
 	runDrained(t, dir, 200, false)
 	cp := filepath.Join(dir, "checkpoints", "sessions")

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/internal/dashboard"
 	"lakehouse/table"
 )
@@ -149,16 +149,16 @@ func openDashboard(t *testing.T, b *chromium, url string) *page {
 // Screenshots of each state go to $LAKEHOUSE_ARTIFACTS.
 func TestDashboard(t *testing.T) {
 	browser := startChromium(t)
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 11, Restamp: true})
-	replay.Loops(ingest.Generate(11, 600), 2)
-	replay.Violations(3)
-	replay.Canaries(2)
-	a := startAppliance(t, replay, func(_ *pipelineFlags, r *healthRules) { r.DisconnectedFor = time.Second })
-	a.drained(t, replay.Counts().OnTime)
+	src := replay.New(replay.Config{Seed: 11, Restamp: true})
+	src.Loops(replay.Generate(11, 600), 2)
+	src.Violations(3)
+	src.Canaries(2)
+	a := startAppliance(t, src, func(_ *pipelineFlags, r *healthRules) { r.DisconnectedFor = time.Second })
+	a.drained(t, src.Counts().OnTime)
 	// Late events only once silver has a watermark: in silver's first batch
 	// (no batch before it, so no watermark) they would be on time.
-	replay.Late(20, 2*time.Hour)
-	c := replay.Counts()
+	src.Late(20, 2*time.Hour)
+	c := src.Counts()
 	a.drained(t, c.OnTime+c.Late)
 	ctx := context.Background()
 	if _, err := mustMarts(t, a.p).Refresh(ctx); err != nil {
@@ -249,7 +249,7 @@ func TestDashboard(t *testing.T) {
 	})
 
 	t.Run("not ready", func(t *testing.T) {
-		replay.Close()
+		src.Close()
 		v := p.waitView(t, 30*time.Second, "the page to say not ready, naming the source", func(v pageView) bool {
 			return v.Ready == "not ready" && strings.Contains(v.Panels["panel-health"], "ingest: not connected to the source")
 		})

@@ -13,6 +13,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/stream/silver"
@@ -52,7 +53,7 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- p.run(ctx, io.Discard) }()
 
-	rec := ingest.Generate(20261201, appends*perAppend)
+	rec := replay.Generate(20261201, appends*perAppend)
 	tables := []string{table.Bronze, table.SilverEdits, table.EditorSessions, table.StreamProgress, marts.OpsRuns}
 	// The bound holds "at all times" up to what commits between two
 	// maintenance passes (a pass every 100 ms, a few commits per table

@@ -2,13 +2,12 @@ package main
 
 import (
 	"io"
+	"lakehouse/ingest/replay"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"lakehouse/ingest"
 )
 
 // TestReadyzTurnsRedWhenSilverDropsEverythingAsLate: /readyz is 200 while
@@ -16,18 +15,18 @@ import (
 // below its watermark (a source replaying an old backlog, or a bad clock),
 // and 200 again once on-time events flow.
 func TestReadyzTurnsRedWhenSilverDropsEverythingAsLate(t *testing.T) {
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 9, Restamp: true})
-	replay.Loops(ingest.Generate(9, 400), 1)
-	a := startAppliance(t, replay, func(_ *pipelineFlags, r *healthRules) {
+	src := replay.New(replay.Config{Seed: 9, Restamp: true})
+	src.Loops(replay.Generate(9, 400), 1)
+	a := startAppliance(t, src, func(_ *pipelineFlags, r *healthRules) {
 		r.LateWindow, r.LateMinRows = 3*time.Second, 50
 	})
-	a.drained(t, replay.Counts().OnTime)
+	a.drained(t, src.Counts().OnTime)
 	waitFor(t, 30*time.Second, "/readyz to say ready", func() bool {
 		code, _ := a.get(t, "/readyz")
 		return code == http.StatusOK
 	})
 
-	replay.Late(400, 2*time.Hour) // far below silver's 10-minute watermark
+	src.Late(400, 2*time.Hour) // far below silver's 10-minute watermark
 	waitFor(t, 60*time.Second, "/readyz to turn 503 for silver's late rows", func() bool {
 		code, body := a.get(t, "/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "query silver drops") && strings.Contains(body, "as late")
@@ -39,7 +38,7 @@ func TestReadyzTurnsRedWhenSilverDropsEverythingAsLate(t *testing.T) {
 		t.Errorf("the change was not logged as a warning: %+v", got)
 	}
 
-	replay.Loops(ingest.Generate(10, 400), 1) // on time again
+	src.Loops(replay.Generate(10, 400), 1) // on time again
 	waitFor(t, 60*time.Second, "/readyz to recover", func() bool {
 		code, _ := a.get(t, "/readyz")
 		return code == http.StatusOK
@@ -103,14 +102,14 @@ func TestHealthRules(t *testing.T) {
 // is connected, and 503 with the reason once ingest has had no connection
 // for DisconnectedFor (a wedged ingest once kept answering "ok").
 func TestHealthzNotOKWhileIngestCannotConnect(t *testing.T) {
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 11, Restamp: true})
-	replay.Loops(ingest.Generate(11, 100), 1)
-	a := startAppliance(t, replay, func(_ *pipelineFlags, r *healthRules) { r.DisconnectedFor = time.Second })
-	a.drained(t, replay.Counts().OnTime)
+	src := replay.New(replay.Config{Seed: 11, Restamp: true})
+	src.Loops(replay.Generate(11, 100), 1)
+	a := startAppliance(t, src, func(_ *pipelineFlags, r *healthRules) { r.DisconnectedFor = time.Second })
+	a.drained(t, src.Counts().OnTime)
 	if code, body := a.get(t, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
 		t.Fatalf("/healthz while connected: %d %q, want 200 ok", code, body)
 	}
-	replay.Close()
+	src.Close()
 	waitFor(t, 60*time.Second, "/healthz to turn 503 without a source", func() bool {
 		code, body := a.get(t, "/healthz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "ingest: not connected to the source")

@@ -13,6 +13,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/stream/silver"
@@ -40,7 +41,7 @@ func TestLargeEventsLandInSilver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := ingest.Generate(20261202, n).Padded(size)
+	rec := replay.Generate(20261202, n).Padded(size)
 	editNew := 0
 	for _, ev := range rec.Events {
 		var e struct{ Type string }
@@ -61,7 +62,7 @@ func TestLargeEventsLandInSilver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec = ingest.Recording{} // the fixture's 200 MB are not the appliance's
+	rec = replay.Recording{} // the fixture's 200 MB are not the appliance's
 	// Anonymous memory: the broker's mmap of its file is page cache.
 	resetPeakRSS()
 	stopSampling, peakc := make(chan struct{}), make(chan float64, 1)

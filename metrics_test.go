@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/stream"
 	"lakehouse/table"
 )
@@ -24,12 +25,12 @@ import (
 // collectors are there, and the counters agree with the broker and the
 // tables on disk (counted here, not taken from the pipeline).
 func TestMetrics(t *testing.T) {
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 5, Restamp: true})
-	replay.Loops(ingest.Generate(5, 500), 2)
-	replay.Violations(3)
-	replay.Canaries(2)
-	a := startAppliance(t, replay, nil)
-	c := replay.Counts()
+	src := replay.New(replay.Config{Seed: 5, Restamp: true})
+	src.Loops(replay.Generate(5, 500), 2)
+	src.Violations(3)
+	src.Canaries(2)
+	a := startAppliance(t, src, nil)
+	c := src.Counts()
 	a.drained(t, c.OnTime)
 	ctx := context.Background()
 	if _, err := mustMarts(t, a.p).Refresh(ctx); err != nil {

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"lakehouse/ingest/replay"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"lakehouse/ingest"
 )
 
 // TestSystemdNotify listens where systemd would (NOTIFY_SOCKET, a unixgram
@@ -47,12 +46,12 @@ func TestSystemdNotify(t *testing.T) {
 			}
 		}
 	}
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 11, Restamp: true})
-	replay.Loops(ingest.Generate(11, 300), 1)
-	a := startAppliance(t, replay, nil)
+	src := replay.New(replay.Config{Seed: 11, Restamp: true})
+	src.Loops(replay.Generate(11, 300), 1)
+	a := startAppliance(t, src, nil)
 	next("READY=1")
 	next("WATCHDOG=1")
-	a.drained(t, replay.Counts().OnTime)
+	a.drained(t, src.Counts().OnTime)
 	next("WATCHDOG=1")
 	a.stop()
 	next("STOPPING=1")

@@ -10,6 +10,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/table"
 )
 
@@ -22,7 +23,7 @@ import (
 // of a missing file, `reland` refuses and changes nothing.
 func TestRelandMissingBronzeFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	events := ingest.Generate(47, 500).Events
+	events := replay.Generate(47, 500).Events
 	appendEvents(t, dir, events[:300]) // relocate_test.go
 	runDrained(t, dir, 300, false)
 

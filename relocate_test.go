@@ -13,6 +13,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 )
 
 // TestCopiedDataDirIsSelfContained: a data directory copied with its
@@ -27,7 +28,7 @@ import (
 func TestCopiedDataDirIsSelfContained(t *testing.T) {
 	root := t.TempDir()
 	orig, cp := filepath.Join(root, "orig", "data"), filepath.Join(root, "copy", "data")
-	events := ingest.Generate(23, 700).Events
+	events := replay.Generate(23, 700).Events
 	appendEvents(t, orig, events[:200])
 	runDrained(t, orig, 200, false)
 

@@ -15,7 +15,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"lakehouse/broker"
-	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/internal/fault"
 	"lakehouse/internal/progress"
 	"lakehouse/stream"
@@ -44,16 +44,16 @@ func TestFullDiskPausesAndResumes(t *testing.T) {
 	} {
 		t.Run(seam.name, func(t *testing.T) {
 			defer fault.Disarm()
-			rec := ingest.Generate(31, 300)
-			replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 31, Restamp: true})
-			replay.Loops(rec, 1)
-			a := startAppliance(t, replay, nil)
-			a.drained(t, replay.Counts().OnTime)
+			rec := replay.Generate(31, 300)
+			src := replay.New(replay.Config{Seed: 31, Restamp: true})
+			src.Loops(rec, 1)
+			a := startAppliance(t, src, nil)
+			a.drained(t, src.Counts().OnTime)
 
 			var hits atomic.Int64
 			full := &fs.PathError{Op: "write", Path: "injected", Err: syscall.ENOSPC}
 			fault.ArmErr(seam.point, func() error { hits.Add(1); return full })
-			replay.Loops(rec, 1) // arrives while the disk is full
+			src.Loops(rec, 1) // arrives while the disk is full
 			var reason string
 			waitFor(t, 30*time.Second, seam.who+" to show a pause", func() bool {
 				a.alive(t)
@@ -76,7 +76,7 @@ func TestFullDiskPausesAndResumes(t *testing.T) {
 			a.alive(t)
 
 			fault.Disarm() // space is back
-			c := replay.Counts()
+			c := src.Counts()
 			a.drained(t, c.OnTime)
 			waitFor(t, 30*time.Second, "the pause to end and /readyz to be 200", func() bool {
 				code, _ := a.get(t, "/readyz")
@@ -158,15 +158,15 @@ func TestS3OutagePausesAndResumes(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 
-	rec := ingest.Generate(37, 300)
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: 37, Restamp: true})
-	replay.Loops(rec, 1)
-	a := startAppliance(t, replay, func(f *pipelineFlags, _ *healthRules) { f.warehouse = "s3://lake/wh" })
-	a.drained(t, replay.Counts().OnTime)
+	rec := replay.Generate(37, 300)
+	src := replay.New(replay.Config{Seed: 37, Restamp: true})
+	src.Loops(rec, 1)
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) { f.warehouse = "s3://lake/wh" })
+	a.drained(t, src.Counts().OnTime)
 
 	down.Store(true)
 	outage := time.Now()
-	replay.Loops(rec, 1) // arrives during the outage
+	src.Loops(rec, 1) // arrives during the outage
 	waitFor(t, 30*time.Second, "bronze to pause on the outage", func() bool {
 		a.alive(t)
 		return pausedReason(a.observation(t), stream.BronzeQuery) != ""
@@ -182,7 +182,7 @@ func TestS3OutagePausesAndResumes(t *testing.T) {
 	}
 	down.Store(false)
 
-	c := replay.Counts()
+	c := src.Counts()
 	a.drained(t, c.OnTime)
 	waitFor(t, 90*time.Second, "the pause to end and /readyz to be 200", func() bool {
 		code, _ := a.get(t, "/readyz")

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"lakehouse/ingest/replay"
 	"net/http"
 	"path/filepath"
 	"syscall"
@@ -27,12 +28,12 @@ func BenchmarkIngest(b *testing.B) {
 func benchIngest(b *testing.B, workers int) {
 	const loops, loopLen = 5, 10_000
 	const events = loops * loopLen
-	rec := Generate(1, loopLen)
+	rec := replay.Generate(1, loopLen)
 	b.SetBytes(rec.Bytes() * loops) // per iteration
 	var elapsed, cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		r := NewReplay(ReplayConfig{Seed: 1, Logger: quietLogger()})
+		r := replay.New(replay.Config{Seed: 1, Logger: quietLogger()})
 		r.Loops(rec, loops)
 		url, err := r.Start("127.0.0.1:0")
 		if err != nil {
@@ -78,7 +79,7 @@ func processCPU() time.Duration {
 
 // BenchmarkContractCheck: decode + schema validation of one real event.
 func BenchmarkContractCheck(b *testing.B) {
-	rec := Generate(2, 1000)
+	rec := replay.Generate(2, 1000)
 	c, err := NewContract()
 	if err != nil {
 		b.Fatal(err)
@@ -97,8 +98,8 @@ func BenchmarkContractCheck(b *testing.B) {
 // BenchmarkReplayRead: the replay server and go-sse parsing alone (no
 // validation, no broker), the ceiling of BenchmarkIngest.
 func BenchmarkReplayRead(b *testing.B) {
-	rec := Generate(3, 10_000)
-	r := NewReplay(ReplayConfig{Seed: 3, Logger: quietLogger()})
+	rec := replay.Generate(3, 10_000)
+	r := replay.New(replay.Config{Seed: 3, Logger: quietLogger()})
 	url, err := r.Start("127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lakehouse/broker"
+	"lakehouse/ingest/replay"
 )
 
 // gatedLog holds every Append until open is closed, and records the data
@@ -38,8 +39,8 @@ func (g *gatedLog) Append(ctx context.Context, b broker.Batch) ([]broker.Positio
 // every event lands.
 func TestIngestBoundedInBytes(t *testing.T) {
 	const events, size = 60, 100_000
-	r, url := startReplay(t, ReplayConfig{Seed: 71})
-	r.Loops(Generate(71, events).Padded(size), 1)
+	r, url := startReplay(t, replay.Config{Seed: 71})
+	r.Loops(replay.Generate(71, events).Padded(size), 1)
 	log := &gatedLog{Log: tempBroker(t), open: make(chan struct{})}
 	cfg := Config{URL: url, MaxBufferedBytes: 1 << 20, BatchMaxBytes: 300_000}
 	in, stop := runIngest(t, log, cfg)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"lakehouse/ingest/replay"
 	"math"
 	"slices"
 	"strings"
@@ -141,10 +142,10 @@ func TestFastNumbersSameVerdict(t *testing.T) {
 	for i, raw := range sample.Events {
 		p.sameCheck(t, fmt.Sprintf("sample %d", i), raw)
 	}
-	gen := Generate(11, 2000)
+	gen := replay.Generate(11, 2000)
 	for i, raw := range gen.Events {
 		p.sameCheck(t, fmt.Sprintf("generated %d", i), raw)
-		p.sameCheck(t, fmt.Sprintf("violated %d (%s)", i, ViolationKinds[i%len(ViolationKinds)]), Violate(raw, i))
+		p.sameCheck(t, fmt.Sprintf("violated %d (%s)", i, replay.ViolationKinds[i%len(replay.ViolationKinds)]), replay.Violate(raw, i))
 	}
 	for _, tc := range brokenEvents(t) {
 		p.sameCheck(t, "broken: "+tc.name, tc.raw)

@@ -11,16 +11,17 @@ import (
 	"time"
 
 	"lakehouse/broker"
+	"lakehouse/ingest/replay"
 )
 
-func readSample(t testing.TB) Recording {
+func readSample(t testing.TB) replay.Recording {
 	t.Helper()
 	f, err := os.Open("testdata/recentchange-sample-50.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rec, err := ReadRecording(f)
+	rec, err := replay.ReadRecording(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,19 +54,6 @@ func TestSampleEventsPassContract(t *testing.T) {
 		if types[k] != v {
 			t.Errorf("type %s: got %d, want %d", k, types[k], v)
 		}
-	}
-}
-
-func TestEmbeddedSampleMatchesTestdata(t *testing.T) {
-	b, err := os.ReadFile("testdata/recentchange-sample-50.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(b, sampleJSONL) {
-		t.Fatal("sample/recentchange-sample-50.jsonl differs from testdata/recentchange-sample-50.jsonl")
-	}
-	if got, want := Sample().Len(), 50; got != want {
-		t.Fatalf("Sample(): got %d events, want %d", got, want)
 	}
 }
 
@@ -283,14 +271,14 @@ func TestViolationsLandInDLQWithTheirReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &router{contract: c, topic: "rc", dlqTopic: "rc.dlq", url: "http://src/stream", maxBytes: 1 << 20}
-	if len(violationReasons) != len(ViolationKinds) {
-		t.Fatalf("reasons for %d kinds, want %d", len(violationReasons), len(ViolationKinds))
+	if len(violationReasons) != len(replay.ViolationKinds) {
+		t.Fatalf("reasons for %d kinds, want %d", len(violationReasons), len(replay.ViolationKinds))
 	}
-	firstNew := slices.Index(ViolationKinds, "timestamp-year-2100")
-	rec := Generate(8, 4*len(ViolationKinds))
+	firstNew := slices.Index(replay.ViolationKinds, "timestamp-year-2100")
+	rec := replay.Generate(8, 4*len(replay.ViolationKinds))
 	for i, raw := range rec.Events {
-		kind := ViolationKinds[i%len(ViolationKinds)]
-		bad := Violate(raw, i)
+		kind := replay.ViolationKinds[i%len(replay.ViolationKinds)]
+		bad := replay.Violate(raw, i)
 		got := r.route(received{id: "x", data: string(bad), at: time.Now()})
 		reason := string(broker.Message{Headers: got.rec.Headers}.Header(HeaderReason))
 		if !got.dlq || !strings.Contains(reason, violationReasons[kind]) {
@@ -298,26 +286,26 @@ func TestViolationsLandInDLQWithTheirReason(t *testing.T) {
 				kind, mustDecodeObject(raw)["type"], got.dlq, reason, violationReasons[kind])
 			continue
 		}
-		if i%len(ViolationKinds) >= firstNew && strings.Contains(reason, "; ") {
+		if i%len(replay.ViolationKinds) >= firstNew && strings.Contains(reason, "; ") {
 			t.Errorf("%s: reason %q, want that one rule only", kind, reason)
 		}
 	}
 }
 
 func TestViolateBreaksTheContract(t *testing.T) {
-	rec := Generate(3, 2*len(ViolationKinds))
+	rec := replay.Generate(3, 2*len(replay.ViolationKinds))
 	for i, raw := range rec.Events {
-		bad := Violate(raw, i)
+		bad := replay.Violate(raw, i)
 		err := Validate(bad)
 		if err == nil {
-			t.Errorf("%s: Validate passed, want a violation", ViolationKinds[i%len(ViolationKinds)])
+			t.Errorf("%s: Validate passed, want a violation", replay.ViolationKinds[i%len(replay.ViolationKinds)])
 		}
 	}
 }
 
 func TestGenerate(t *testing.T) {
 	const n = 3000
-	a, b := Generate(42, n), Generate(42, n)
+	a, b := replay.Generate(42, n), replay.Generate(42, n)
 	if a.Len() != n {
 		t.Fatalf("len: got %d, want %d", a.Len(), n)
 	}
@@ -326,7 +314,7 @@ func TestGenerate(t *testing.T) {
 			t.Fatalf("event %d differs between two runs with seed 42", i)
 		}
 	}
-	if c := Generate(43, 10); bytes.Equal(c.Events[0], a.Events[0]) {
+	if c := replay.Generate(43, 10); bytes.Equal(c.Events[0], a.Events[0]) {
 		t.Fatal("seeds 42 and 43 gave the same first event")
 	}
 	con, err := NewContract()
@@ -395,12 +383,12 @@ func TestGenerate(t *testing.T) {
 }
 
 func TestRecordingRoundTrip(t *testing.T) {
-	rec := Generate(5, 20)
+	rec := replay.Generate(5, 20)
 	var buf bytes.Buffer
 	if _, err := rec.WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadRecording(&buf)
+	got, err := replay.ReadRecording(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

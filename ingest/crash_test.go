@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"lakehouse/broker"
+	"lakehouse/ingest/replay"
 	"lakehouse/internal/fault"
 )
 
@@ -142,7 +143,7 @@ type storedState struct {
 	maxIndex int // highest replay index whose event is stored (-1: none)
 }
 
-func readState(t *testing.T, dbPath string, r *Replay, index map[string]int) storedState {
+func readState(t *testing.T, dbPath string, r *replay.Server, index map[string]int) storedState {
 	t.Helper()
 	db := openBroker(t, dbPath)
 	defer db.Close()
@@ -152,11 +153,11 @@ func readState(t *testing.T, dbPath string, r *Replay, index map[string]int) sto
 	}
 	st := storedState{position: string(pos), posIndex: -1, dlq: map[string]int{}, dlqGroup: map[int64]int{}, maxIndex: -1}
 	if len(pos) > 0 {
-		p, ok := r.parsePosition(string(pos))
+		idx, _, ok := r.GroupStart(string(pos))
 		if !ok {
 			t.Fatalf("stored position %q is not a replay id", pos)
 		}
-		st.posIndex = int(p) * r.cfg.IDGroup
+		st.posIndex = idx
 	}
 	topic := readTopic(t, db, DefaultTopic)
 	st.ids = keyCounts(topic)
@@ -169,7 +170,7 @@ func readState(t *testing.T, dbPath string, r *Replay, index map[string]int) sto
 	for _, m := range dlq {
 		v := string(m.Value)
 		if st.dlq[v] == 0 {
-			p, _ := r.parsePosition(string(m.Header(HeaderSourceID)))
+			_, p, _ := r.GroupStart(string(m.Header(HeaderSourceID)))
 			st.dlqGroup[p]++
 		}
 		st.dlq[v]++
@@ -181,13 +182,13 @@ func readState(t *testing.T, dbPath string, r *Replay, index map[string]int) sto
 // checkNotAhead returns an error unless every event up to the first event
 // of the stored position is stored (valid ones in the topic, violations in
 // the DLQ): the resume position must never be ahead of the stored events.
-func checkNotAhead(st storedState, evs []ReplayEvent, group int) error {
+func checkNotAhead(st storedState, evs []replay.Event, group int) error {
 	wantDLQ := map[int64]int{}
 	for _, e := range evs {
 		if e.Index > st.posIndex {
 			break
 		}
-		if e.Kind == KindViolation {
+		if e.Kind == replay.KindViolation {
 			wantDLQ[e.Position]++
 			continue
 		}
@@ -212,8 +213,8 @@ func checkNotAhead(st storedState, evs []ReplayEvent, group int) error {
 // TestCheckNotAheadDetectsLoss is the negative control of the crash test's
 // main check: a position stored ahead of the events must be reported.
 func TestCheckNotAheadDetectsLoss(t *testing.T) {
-	r := NewReplay(ReplayConfig{Seed: 1, IDGroup: 2})
-	r.Loops(Generate(1, 10), 1)
+	r := replay.New(replay.Config{Seed: 1, IDGroup: 2})
+	r.Loops(replay.Generate(1, 10), 1)
 	r.Violations(2)
 	evs := r.Events(0)
 	all := storedState{ids: map[string]int{}, dlqGroup: map[int64]int{5: 2}}
@@ -288,8 +289,8 @@ func TestCrash(t *testing.T) {
 		}
 	}
 
-	r, url := startReplay(t, ReplayConfig{Seed: 31, Rate: 20000, IDGroup: group, Rewind: rewind, Restamp: true})
-	rec := Generate(31, loopLen)
+	r, url := startReplay(t, replay.Config{Seed: 31, Rate: 20000, IDGroup: group, Rewind: rewind, Restamp: true})
+	rec := replay.Generate(31, loopLen)
 	r.Loops(rec, 1)
 	r.Violations(20)
 	r.Loops(rec, 1)
@@ -298,12 +299,12 @@ func TestCrash(t *testing.T) {
 	index := map[string]int{}
 	lastValid := 0
 	for _, e := range evs {
-		if e.Kind != KindViolation {
+		if e.Kind != replay.KindViolation {
 			index[e.MetaID] = e.Index
 			lastValid = e.Index
 		}
 	}
-	final := string(r.appendID(nil, int64((len(evs)-1)/group)))
+	final := r.ID(int64((len(evs) - 1) / group))
 	dbPath := filepath.Join(t.TempDir(), "broker.db")
 
 	type window struct{ from, to int } // a resume resends events from..to
@@ -396,7 +397,7 @@ func TestCrash(t *testing.T) {
 	// Every replayed meta.id is stored; duplicates only from resume windows.
 	dups := 0
 	for _, e := range evs {
-		if e.Kind == KindViolation {
+		if e.Kind == replay.KindViolation {
 			continue
 		}
 		n := prev.ids[e.MetaID]

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
+	"lakehouse/ingest/replay"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -17,8 +18,8 @@ func FuzzDecodeJSON(f *testing.F) {
 	for _, e := range readSample(f).Events {
 		f.Add(e)
 	}
-	for i, e := range Generate(4, len(ViolationKinds)).Events {
-		f.Add(Violate(e, i))
+	for i, e := range replay.Generate(4, len(replay.ViolationKinds)).Events {
+		f.Add(replay.Violate(e, i))
 	}
 	for _, s := range []string{``, ` `, `{}`, `[]`, `[1,]`, `{"a":1,}`, `01`, `-0`, `-`, `1e`, `1.`, `.5`, `1E+2`, `"\u00e9\ud83d\ude00"`,
 		`"\ud800"`, `"\ud800\u0041"`, `{"a":1,"a":2}`, `{"a":[{"b":1,"b":2}]}`, `{"a\u0000":1,"a\u0000":2}`, "{\"\xff\":1}", `{"k":["x","\udc00"]}`, `"\udc00\ud800"`, `"\ud83d\ude00x"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\'"`, `"\u12"`, `"\u12g4"`, `"\u00E9\u00e9"`, "\"\xff\"", "\"a\\n\xc3\"", "\"a\tb\"", `"\x"`, `{"a":1}{}`, `{"a" 1}`, `nul`, `truex`, ` [true , false,null ] `, `{"a":{"a":1},"a":2}`} {

@@ -12,8 +12,9 @@
 // Config.MaxEventAhead ahead of its meta.dt, whose meta.dt is more than that
 // ahead of the broker's clock when it arrives, or whose times are before
 // 2001, is a contract violation and goes to the DLQ with the rule's reason,
-// so a bad clock upstream can never move a watermark downstream. It also owns the replay SSE server and
-// the event generator that the demo, the tests and the benchmarks use.
+// so a bad clock upstream can never move a watermark downstream. The replay
+// SSE server and event generator that the demo, the tests and the
+// benchmarks use are the sub-package ingest/replay.
 //
 // What survives a crash: every Append to the broker carries a batch of
 // events and, in the same transaction, the SSE id of the batch's last event

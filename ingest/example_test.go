@@ -11,6 +11,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 )
 
 // Example runs the demo wiring: a replay server on loopback playing
@@ -25,17 +26,17 @@ func Example() {
 	}
 	defer db.Close()
 
-	replay, url, err := ingest.Demo("127.0.0.1:0", 1, 2000, 1, 0, 0)
+	source, url, err := replay.Demo("127.0.0.1:0", 1, 2000, 1, 0, 0)
 	if err != nil {
 		panic(err)
 	}
-	defer replay.Close()
+	defer source.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	in, _ := ingest.New(db, ingest.Config{URL: url, Source: "demo", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()
-	want := int64(replay.Len())
+	want := int64(source.Len())
 	for s := in.Stats(); s.Appended+s.DLQ+s.Canary < want; s = in.Stats() {
 		time.Sleep(10 * time.Millisecond)
 	}

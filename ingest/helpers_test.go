@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lakehouse/broker"
+	"lakehouse/ingest/replay"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -104,4 +105,19 @@ func runIngest(t testing.TB, log broker.Log, cfg Config) (*Ingester, func() erro
 	}
 	t.Cleanup(func() { stop() })
 	return in, stop
+}
+
+// startReplay starts a replay server on loopback for the test.
+func startReplay(t *testing.T, cfg replay.Config) (*replay.Server, string) {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	r := replay.New(cfg)
+	url, err := r.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, url
 }

@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"lakehouse/broker"
+	"lakehouse/ingest/replay"
 )
 
 // replayID is the SSE id the replay server sends for stream position pos.
 func replayID(pos int) string {
-	return fmt.Sprintf(`[{"topic":"%s","partition":0,"offset":%d}]`, DefaultReplayTopic, pos)
+	return fmt.Sprintf(`[{"topic":"%s","partition":0,"offset":%d}]`, replay.DefaultTopic, pos)
 }
 
 // logBuffer collects log output (concurrency-safe).
@@ -41,11 +42,11 @@ func (l *logBuffer) lines() []string {
 
 // checkLoopEvents checks that every loop event of the replay is in the
 // topic exactly once.
-func checkLoopEvents(t *testing.T, db broker.Log, r *Replay) {
+func checkLoopEvents(t *testing.T, db broker.Log, r *replay.Server) {
 	t.Helper()
 	counts := keyCounts(readTopic(t, db, DefaultTopic))
 	for _, e := range r.Events(0) {
-		if e.Kind == KindLoop && counts[e.MetaID] != 1 {
+		if e.Kind == replay.KindLoop && counts[e.MetaID] != 1 {
 			t.Errorf("event %d (%s) stored %d times, want once", e.Index, e.MetaID, counts[e.MetaID])
 		}
 	}
@@ -57,10 +58,10 @@ func checkLoopEvents(t *testing.T, db broker.Log, r *Replay) {
 // position, it is counted, every event after it lands in the topic, ingest
 // keeps running, and a restart resumes cleanly after it.
 func TestFrameTooLargeIsSkipped(t *testing.T) {
-	r, url := startReplay(t, ReplayConfig{Seed: 12, ResumeAfter: true})
-	r.Loops(Generate(12, 5), 1)
+	r, url := startReplay(t, replay.Config{Seed: 12, ResumeAfter: true})
+	r.Loops(replay.Generate(12, 5), 1)
 	r.Oversized(1, 20_000) // > 2 x MaxEventBytes + 4 KiB: the client cannot read it whole
-	r.Loops(Generate(13, 5), 1)
+	r.Loops(replay.Generate(13, 5), 1)
 	db := tempBroker(t)
 	cfg := Config{URL: url, MaxEventBytes: 4096}
 	in, stop := runIngest(t, db, cfg)
@@ -95,7 +96,7 @@ func TestFrameTooLargeIsSkipped(t *testing.T) {
 	}
 
 	// A restart is clean: it resumes after the last event and takes the next.
-	r.Loops(Generate(14, 3), 1)
+	r.Loops(replay.Generate(14, 3), 1)
 	in2, stop2 := runIngest(t, db, cfg)
 	waitFor(t, 30*time.Second, "the events after the restart", func() bool { return in2.Stats().Appended == 3 })
 	if err := stop2(); err != nil {
@@ -114,10 +115,10 @@ func TestFrameTooLargeIsSkipped(t *testing.T) {
 // ids are counted and logged without their bulk, every event lands, and a
 // restart after a bad id connects with the good position before it.
 func TestBadIDsNeverStored(t *testing.T) {
-	r, url := startReplay(t, ReplayConfig{Seed: 31, ResumeAfter: true})
-	r.Loops(Generate(31, 5), 1)
+	r, url := startReplay(t, replay.Config{Seed: 31, ResumeAfter: true})
+	r.Loops(replay.Generate(31, 5), 1)
 	r.BadIDs(2, "[\x01]")
-	r.Loops(Generate(32, 5), 1)
+	r.Loops(replay.Generate(32, 5), 1)
 	r.BadIDs(1, strings.Repeat("9", 200_000)) // the last event: its position is the one stored
 	db := tempBroker(t)
 	var logs logBuffer
@@ -144,7 +145,7 @@ func TestBadIDsNeverStored(t *testing.T) {
 	}
 	// The restart resumes after position 11: the bad-id event comes again
 	// (at least once), then the new ones.
-	r.Loops(Generate(34, 3), 1)
+	r.Loops(replay.Generate(34, 3), 1)
 	in2, stop2 := runIngest(t, db, cfg)
 	waitFor(t, 30*time.Second, "the events after the restart", func() bool { return in2.Stats().Appended == 4 })
 	if err := stop2(); err != nil {
@@ -156,7 +157,7 @@ func TestBadIDsNeverStored(t *testing.T) {
 	checkLoopEvents(t, db, r)
 	counts := keyCounts(readTopic(t, db, DefaultTopic))
 	for _, e := range r.Events(0) {
-		if e.Kind == KindBadID && counts[e.MetaID] == 0 {
+		if e.Kind == replay.KindBadID && counts[e.MetaID] == 0 {
 			t.Errorf("event %d with a bad id missing from the topic", e.Index)
 		}
 	}
@@ -166,10 +167,10 @@ func TestBadIDsNeverStored(t *testing.T) {
 // stored position is a good one, including the batches of events that came
 // with a bad id (they carry the position before them).
 func TestBadIDsKeepEveryBatchPosition(t *testing.T) {
-	r, url := startReplay(t, ReplayConfig{Seed: 41, ResumeAfter: true})
-	r.Loops(Generate(41, 2), 1)
+	r, url := startReplay(t, replay.Config{Seed: 41, ResumeAfter: true})
+	r.Loops(replay.Generate(41, 2), 1)
 	r.BadIDs(2, "a\x01b")
-	r.Loops(Generate(42, 1), 1)
+	r.Loops(replay.Generate(42, 1), 1)
 	db := tempBroker(t)
 	var positions []string
 	var mu sync.Mutex
@@ -209,8 +210,8 @@ func TestRetryAfterHonoured(t *testing.T) {
 		}
 		return 0, nil
 	}
-	r, url := startReplay(t, ReplayConfig{Seed: 51, Refuse: refuse})
-	r.Loops(Generate(51, 20), 1)
+	r, url := startReplay(t, replay.Config{Seed: 51, Refuse: refuse})
+	r.Loops(replay.Generate(51, 20), 1)
 	db := tempBroker(t)
 	in, stop := runIngest(t, db, Config{URL: url, RetryInitial: time.Millisecond, RetryMax: time.Millisecond})
 	waitFor(t, 30*time.Second, "the 429 in the stats", func() bool { return strings.Contains(in.Stats().LastError, "429") })
@@ -243,8 +244,8 @@ func TestRetryAfterCapped(t *testing.T) {
 		}
 		return 0, nil
 	}
-	r, url := startReplay(t, ReplayConfig{Seed: 52, Refuse: refuse})
-	r.Loops(Generate(52, 5), 1)
+	r, url := startReplay(t, replay.Config{Seed: 52, Refuse: refuse})
+	r.Loops(replay.Generate(52, 5), 1)
 	in, stop := runIngest(t, tempBroker(t), Config{URL: url, RetryAfterMax: 200 * time.Millisecond})
 	waitFor(t, 30*time.Second, "every event", func() bool { return in.Stats().Appended == 5 })
 	if err := stop(); err != nil {
@@ -288,8 +289,8 @@ func TestStoredBadPositionWaitsForReset(t *testing.T) {
 		mu.Unlock()
 		return 0, nil
 	}
-	r, url := startReplay(t, ReplayConfig{Seed: 61, ResumeAfter: true, Refuse: record})
-	r.Loops(Generate(61, 10), 1)
+	r, url := startReplay(t, replay.Config{Seed: 61, ResumeAfter: true, Refuse: record})
+	r.Loops(replay.Generate(61, 10), 1)
 	db := tempBroker(t)
 	ctx := context.Background()
 	for _, name := range []string{DefaultTopic, DefaultDLQTopic} {

@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"lakehouse/broker"
+	"lakehouse/ingest/replay"
 )
 
 // checkStored verifies the broker against the replay: every valid
 // (non-canary) event's meta.id is in the topic, every violation and
 // oversized event is in the DLQ, canaries are nowhere, and each id is stored
 // at most 1+maxDup times. It returns the stored topic messages.
-func checkStored(t *testing.T, db broker.Log, r *Replay, maxDup int) []broker.Message {
+func checkStored(t *testing.T, db broker.Log, r *replay.Server, maxDup int) []broker.Message {
 	t.Helper()
 	topic := readTopic(t, db, DefaultTopic)
 	dlq := readTopic(t, db, DefaultDLQTopic)
@@ -27,9 +28,9 @@ func checkStored(t *testing.T, db broker.Log, r *Replay, maxDup int) []broker.Me
 	wantDLQ := 0
 	for _, e := range r.Events(0) {
 		switch e.Kind {
-		case KindViolation, KindOversized:
+		case replay.KindViolation, replay.KindOversized:
 			wantDLQ++
-		case KindCanary:
+		case replay.KindCanary:
 			if counts[e.MetaID] != 0 {
 				t.Errorf("canary %s stored in the topic", e.MetaID)
 			}
@@ -56,7 +57,7 @@ func checkStored(t *testing.T, db broker.Log, r *Replay, maxDup int) []broker.Me
 
 // allStored reports whether every valid non-canary event of the replay is in
 // the topic (the broker may be appended to concurrently).
-func allStored(db broker.Log, r *Replay) bool {
+func allStored(db broker.Log, r *replay.Server) bool {
 	ctx := context.Background()
 	offs, err := db.Offsets(ctx, DefaultTopic)
 	if err != nil {
@@ -84,7 +85,7 @@ func allStored(db broker.Log, r *Replay) bool {
 		}
 	}
 	for _, e := range evs {
-		if (e.Kind == KindLoop || e.Kind == KindLate || e.Kind == KindResend) && !have[e.MetaID] {
+		if (e.Kind == replay.KindLoop || e.Kind == replay.KindLate || e.Kind == replay.KindResend) && !have[e.MetaID] {
 			return false
 		}
 	}
@@ -93,8 +94,8 @@ func allStored(db broker.Log, r *Replay) bool {
 
 func TestEndToEnd(t *testing.T) {
 	const seed = 21
-	r, url := startReplay(t, ReplayConfig{Seed: seed, Restamp: true, IDGroup: 3, Rewind: 2})
-	r.Loops(Generate(seed, 2500), 2)
+	r, url := startReplay(t, replay.Config{Seed: seed, Restamp: true, IDGroup: 3, Rewind: 2})
+	r.Loops(replay.Generate(seed, 2500), 2)
 	r.Violations(37)
 	r.Canaries(5)
 	r.Oversized(3, 9000)
@@ -121,7 +122,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	s := in.Stats()
 	want := Stats{Seen: total, Appended: c.OnTime + c.Late, DLQ: c.Violations + c.Oversized, Canary: c.Canaries,
-		Batches: s.Batches, Bytes: s.Bytes, Position: fmt.Sprintf(`[{"topic":"%s","partition":0,"offset":%d}]`, DefaultReplayTopic, (total-1)/3)}
+		Batches: s.Batches, Bytes: s.Bytes, Position: fmt.Sprintf(`[{"topic":"%s","partition":0,"offset":%d}]`, replay.DefaultTopic, (total-1)/3)}
 	if s != want {
 		t.Errorf("stats: got %+v, want %+v", s, want)
 	}
@@ -150,7 +151,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// A restart resumes at the stored position: only the resume window
 	// (the rest of the id group plus Rewind) comes again.
-	r.Loops(Generate(seed+1, 300), 1)
+	r.Loops(replay.Generate(seed+1, 300), 1)
 	in2, stop2 := runIngest(t, db, Config{URL: url, Source: "e2e", BatchMax: 500, MaxEventBytes: 8192})
 	start, _ := r.ResumeIndex(s.Position)
 	waitFor(t, 60*time.Second, "the new loop appended", func() bool {
@@ -171,7 +172,7 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // cutting wraps a replay so every connection ends after a random time.
-func cutting(r *Replay, seed uint64) (http.Handler, func() []string) {
+func cutting(r *replay.Server, seed uint64) (http.Handler, func() []string) {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var ids []string
@@ -188,8 +189,8 @@ func cutting(r *Replay, seed uint64) (http.Handler, func() []string) {
 }
 
 func TestReconnectResumesWithLastEventID(t *testing.T) {
-	r := NewReplay(ReplayConfig{Seed: 5, Rate: 20000, IDGroup: 2, Rewind: 1, Logger: quietLogger()})
-	r.Loops(Generate(5, 6000), 1)
+	r := replay.New(replay.Config{Seed: 5, Rate: 20000, IDGroup: 2, Rewind: 1, Logger: quietLogger()})
+	r.Loops(replay.Generate(5, 6000), 1)
 	r.Violations(10)
 	h, headers := cutting(r, 5)
 	srv := httptest.NewServer(h)
@@ -230,15 +231,15 @@ func TestReconnectResumesWithLastEventID(t *testing.T) {
 // would restart at the live end and lose everything after the stored
 // position.
 func TestResumeSurvivesFailedReconnect(t *testing.T) {
-	r, url := startReplay(t, ReplayConfig{Seed: 6})
-	r.Loops(Generate(6, 500), 1)
+	r, url := startReplay(t, replay.Config{Seed: 6})
+	r.Loops(replay.Generate(6, 500), 1)
 	db := tempBroker(t)
 	in, stop := runIngest(t, db, Config{URL: url, Source: "s", BatchMax: 100})
 	waitFor(t, 30*time.Second, "first run done", func() bool { return in.Stats().Appended == 500 })
 	stop()
 	stored := in.Stats().Position
 
-	r.Loops(Generate(7, 500), 1)
+	r.Loops(replay.Generate(7, 500), 1)
 	var mu sync.Mutex
 	var got []string
 	failures := 3
@@ -276,8 +277,8 @@ func TestResumeSurvivesFailedReconnect(t *testing.T) {
 }
 
 func TestShutdownAppendsPendingBatch(t *testing.T) {
-	r, url := startReplay(t, ReplayConfig{Seed: 8})
-	r.Loops(Generate(8, 700), 1)
+	r, url := startReplay(t, replay.Config{Seed: 8})
+	r.Loops(replay.Generate(8, 700), 1)
 	db := tempBroker(t)
 	// Batches never fill or expire: only the shutdown flush stores them.
 	in, stop := runIngest(t, db, Config{URL: url, Source: "s", BatchMax: 1_000_000, BatchDelay: time.Hour})
@@ -306,8 +307,8 @@ func (failingLog) Append(context.Context, broker.Batch) ([]broker.Position, erro
 }
 
 func TestBrokerFailureStopsRun(t *testing.T) {
-	r, url := startReplay(t, ReplayConfig{Seed: 9})
-	r.Loops(Generate(9, 50), 1)
+	r, url := startReplay(t, replay.Config{Seed: 9})
+	r.Loops(replay.Generate(9, 50), 1)
 	in, err := New(failingLog{tempBroker(t)}, Config{URL: url, Logger: quietLogger(), BatchMax: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -324,12 +325,12 @@ func TestBrokerFailureStopsRun(t *testing.T) {
 }
 
 func TestSinceOnFirstStartOnly(t *testing.T) {
-	r := NewReplay(ReplayConfig{Seed: 10, Logger: quietLogger()})
-	r.Loops(Generate(10, 100), 1)
+	r := replay.New(replay.Config{Seed: 10, Logger: quietLogger()})
+	r.Loops(replay.Generate(10, 100), 1)
 	time.Sleep(5 * time.Millisecond)
 	since := time.Now()
 	time.Sleep(5 * time.Millisecond)
-	r.Loops(Generate(11, 100), 1)
+	r.Loops(replay.Generate(11, 100), 1)
 	var mu sync.Mutex
 	var queries, agents []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -371,7 +372,7 @@ func TestSinceOnFirstStartOnly(t *testing.T) {
 
 func TestIdleStreamIsDropped(t *testing.T) {
 	// A replay with nothing to send and no heartbeat stalls after ":ok".
-	_, url := startReplay(t, ReplayConfig{Heartbeat: time.Hour})
+	_, url := startReplay(t, replay.Config{Heartbeat: time.Hour})
 	db := tempBroker(t)
 	in, stop := runIngest(t, db, Config{URL: url, Source: "s", IdleTimeout: 200 * time.Millisecond,
 		RetryInitial: time.Millisecond, RetryMax: time.Millisecond})

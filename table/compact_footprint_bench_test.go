@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/table"
 )
 
@@ -52,7 +52,7 @@ func BenchmarkCompactTierFootprint(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		l := openLake(b, table.Config{Dir: b.TempDir()})
-		evs := ingest.Generate(1, files*rows).Events
+		evs := replay.Generate(1, files*rows).Events
 		for i := range files {
 			rec := eventsBronzeRecord(int64(i)*rows, evs[i*rows:(i+1)*rows])
 			mustCommit(b, l, table.Bronze, batchOf("bronze", int64(i+1), rec))

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/table"
 )
 
@@ -162,7 +162,7 @@ func TestCompactKeepsEveryValue(t *testing.T) {
 	l := openLake(t, table.Config{Dir: t.TempDir()})
 	ctx := context.Background()
 	const files, rows = 6, 1000
-	evs := ingest.Generate(7, files*rows).Events
+	evs := replay.Generate(7, files*rows).Events
 	for i := range files {
 		rec := keyedBronzeRecord(int64(i)*rows, evs[i*rows:(i+1)*rows])
 		mustCommit(t, l, table.Bronze, batchOf("bronze", int64(i+1), rec))

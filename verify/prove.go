@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"lakehouse/broker"
-	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
@@ -182,19 +182,19 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 	out := cfg.Out
 	rng := rand.New(rand.NewSource(cfg.Seed))
 
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: cfg.Seed, Rate: cfg.Rate, Restamp: true, ResumeAfter: true})
-	url, err := replay.Start("127.0.0.1:0")
+	src := replay.New(replay.Config{Seed: cfg.Seed, Rate: cfg.Rate, Restamp: true, ResumeAfter: true})
+	url, err := src.Start("127.0.0.1:0")
 	if err != nil {
 		return res, fmt.Errorf("start replay server: %w", err)
 	}
-	defer replay.Close()
-	rec := ingest.Generate(cfg.Seed, cfg.Sample)
-	replay.Loops(rec, cfg.Loops)
-	if err := replay.Resend(0); err != nil {
+	defer src.Close()
+	rec := replay.Generate(cfg.Seed, cfg.Sample)
+	src.Loops(rec, cfg.Loops)
+	if err := src.Resend(0); err != nil {
 		return res, err
 	}
-	replay.Violations(cfg.Violations)
-	counts := replay.Counts()
+	src.Violations(cfg.Violations)
+	counts := src.Counts()
 	res.Backlog = counts.OnTime + counts.Resent
 	fmt.Fprintf(out, "prove: seed %d, data %s\n", cfg.Seed, cfg.DataDir)
 	fmt.Fprintf(out, "prove: replay %s: %d loops x %d events, loop 0 resent, %d violations: backlog %s events\n",
@@ -291,11 +291,11 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 	if err != nil {
 		return res, err
 	}
-	replay.Late(cfg.Late, cfg.LateAge)
-	counts = replay.Counts()
+	src.Late(cfg.Late, cfg.LateAge)
+	counts = src.Counts()
 	var lateIDs []string
-	for _, e := range replay.Events(0) {
-		if e.Kind == ingest.KindLate && e.MetaID != "" {
+	for _, e := range src.Events(0) {
+		if e.Kind == replay.KindLate && e.MetaID != "" {
 			lateIDs = append(lateIDs, e.MetaID)
 		}
 	}

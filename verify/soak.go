@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
@@ -218,9 +218,9 @@ type SoakTableSample struct {
 
 // SoakResult is what a soak observed.
 type SoakResult struct {
-	Config  SoakConfig          `json:"config"`
-	Started time.Time           `json:"started"`
-	Replay  ingest.ReplayCounts `json:"replay"`
+	Config  SoakConfig    `json:"config"`
+	Started time.Time     `json:"started"`
+	Replay  replay.Counts `json:"replay"`
 	// PeakRate is the most events sent in one second; FeedSeconds how long
 	// events were fed, DrainSeconds the wait after that until the broker
 	// and every query held everything.
@@ -270,17 +270,17 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	}
 	out := cfg.Out
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	replay := ingest.NewReplay(ingest.ReplayConfig{Seed: cfg.Seed, Restamp: true, ResumeAfter: true, Logger: quiet})
-	url, err := replay.Start("127.0.0.1:0")
+	src := replay.New(replay.Config{Seed: cfg.Seed, Restamp: true, ResumeAfter: true, Logger: quiet})
+	url, err := src.Start("127.0.0.1:0")
 	if err != nil {
 		return fail(fmt.Errorf("start replay server: %w", err))
 	}
-	defer replay.Close()
-	rec := ingest.Generate(cfg.Seed, cfg.Recording)
+	defer src.Close()
+	rec := replay.Generate(cfg.Seed, cfg.Recording)
 	if cfg.EventBytes > 0 {
 		rec = rec.Padded(cfg.EventBytes)
 	}
-	feed := replay.Feed(rec)
+	feed := src.Feed(rec)
 	size := ""
 	if cfg.EventBytes > 0 {
 		size = fmt.Sprintf(" of %s bytes", humanize.Count(int64(cfg.EventBytes)))
@@ -294,7 +294,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &sampler{cfg: cfg, c: c, replay: replay, obs: table.Observer{Dir: filepath.Join(cfg.DataDir, "warehouse")},
+	s := &sampler{cfg: cfg, c: c, src: src, obs: table.Observer{Dir: filepath.Join(cfg.DataDir, "warehouse")},
 		tracked: map[string]*snapshotTracker{}, start: time.Now(), selfCPU0: selfCPUSeconds()}
 	if s.prev, err = readProc(c.cmd.Process.Pid); err != nil {
 		c.kill()
@@ -311,7 +311,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 
 	runErr := s.loop(ctx, fed, &res)
 	stopFeed()
-	res.Replay = replay.Counts()
+	res.Replay = src.Counts()
 	res.HarnessCPU = selfCPUSeconds() - s.selfCPU0
 	res.Samples, res.fresh = s.samples, s.fresh
 	if runErr != nil {

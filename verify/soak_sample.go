@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
@@ -17,10 +17,10 @@ import (
 
 // sampler holds the state between samples.
 type sampler struct {
-	cfg    SoakConfig
-	c      *child
-	replay *ingest.Replay
-	obs    table.Observer
+	cfg SoakConfig
+	c   *child
+	src *replay.Server
+	obs table.Observer
 
 	start    time.Time
 	selfCPU0 float64
@@ -36,7 +36,7 @@ type sampler struct {
 // feed enqueues what the rate schedule has due every feedStep, plus the
 // canaries and violations, until the duration is over or ctx ends, and
 // returns the peak one-second send rate.
-func (s *sampler) feed(ctx context.Context, f *ingest.Feed) float64 {
+func (s *sampler) feed(ctx context.Context, f *replay.Feed) float64 {
 	cfg := s.cfg
 	tick := time.NewTicker(feedStep)
 	defer tick.Stop()
@@ -56,11 +56,11 @@ func (s *sampler) feed(ctx context.Context, f *ingest.Feed) float64 {
 			viol = n
 		}
 		if n := marks(el, cfg.CanaryEvery, cfg.CanaryEvery*2/3); n > canaries {
-			s.replay.Canaries(n - canaries)
+			s.src.Canaries(n - canaries)
 			canaries = n
 		}
 		if d := now.Sub(winAt); d >= time.Second {
-			sent := s.replay.Counts().Sent
+			sent := s.src.Counts().Sent
 			peak = max(peak, float64(sent-winSent)/d.Seconds())
 			winAt, winSent = now, sent
 		}
@@ -86,7 +86,7 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 	}
 	var poll <-chan time.Time // drain polling, once the feed is over
 	var drainStart time.Time
-	var counts ingest.ReplayCounts
+	var counts replay.Counts
 	stable := 0
 	for {
 		select {
@@ -102,7 +102,7 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 			}
 			drainStart = time.Now()
 			res.FeedSeconds = drainStart.Sub(s.start).Seconds()
-			counts = s.replay.Counts()
+			counts = s.src.Counts()
 			fed = nil
 			p := time.NewTicker(500 * time.Millisecond)
 			defer p.Stop()
@@ -119,7 +119,7 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 				s.bar.SetNote(drainNote(st, counts.OnTime))
 			}
 			if err == nil && st.Drained(DefaultTopic, counts.OnTime) && st.Stored(DefaultDLQTopic) >= counts.Violations &&
-				s.replay.Counts().Sent >= counts.Events {
+				s.src.Counts().Sent >= counts.Events {
 				stable++
 			} else {
 				stable = 0
@@ -144,7 +144,7 @@ func (s *sampler) take(ctx context.Context, feeding bool) {
 	smp := SoakSample{At: now.UTC(), Elapsed: now.Sub(s.start).Seconds(), Feeding: feeding, Tables: map[string]SoakTableSample{}}
 	errf := func(format string, a ...any) { smp.Errors = append(smp.Errors, fmt.Sprintf(format, a...)) }
 
-	smp.Sent = s.replay.Counts().Sent
+	smp.Sent = s.src.Counts().Sent
 	if dt := now.Sub(s.prevAt).Seconds(); dt > 0 {
 		smp.Rate = float64(smp.Sent-s.prevSent) / dt
 	}

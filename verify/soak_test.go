@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/table"
 )
 
@@ -142,7 +142,7 @@ func TestSummarize(t *testing.T) {
 		Config:             SoakConfig{Warmup: 10 * time.Minute},
 		FeedSeconds:        hour,
 		DrainSeconds:       5,
-		Replay:             ingest.ReplayCounts{Sent: 126_000, OnTime: 125_900, OnTimeEditNew: 90_000, Violations: 60, Canaries: 40},
+		Replay:             replay.Counts{Sent: 126_000, OnTime: 125_900, OnTimeEditNew: 90_000, Violations: 60, Canaries: 40},
 		HarnessCPU:         36.05,
 		BaselineCPUSeconds: 2,
 		BaselineWriteBytes: 1 << 20,

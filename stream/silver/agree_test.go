@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"lakehouse/ingest"
+	"lakehouse/ingest/replay"
 	"lakehouse/internal/recentchange"
 )
 
@@ -89,9 +90,9 @@ func checkAgree(t *testing.T, c *ingest.Contract, raw []byte) bool {
 func agreeSeeds(t testing.TB) [][]byte {
 	t.Helper()
 	seeds := sampleEvents(t)
-	gen := ingest.Generate(14, 2*len(ingest.ViolationKinds))
+	gen := replay.Generate(14, 2*len(replay.ViolationKinds))
 	for i, raw := range gen.Events {
-		seeds = append(seeds, raw, ingest.Violate(raw, i))
+		seeds = append(seeds, raw, replay.Violate(raw, i))
 	}
 	return seeds
 }

@@ -1,4 +1,4 @@
-package ingest
+package replay
 
 import (
 	"bufio"
@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"lakehouse/ingest"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,12 +17,12 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 )
 
-func startReplay(t *testing.T, cfg ReplayConfig) (*Replay, string) {
+func startReplay(t *testing.T, cfg Config) (*Server, string) {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r := NewReplay(cfg)
+	r := New(cfg)
 	url, err := r.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +77,7 @@ func metaIDOfData(t *testing.T, data string) string {
 
 func TestReplayWireFormat(t *testing.T) {
 	rec := Sample()
-	r, url := startReplay(t, ReplayConfig{Seed: 1})
+	r, url := startReplay(t, Config{Seed: 1})
 	r.Loops(rec, 1)
 
 	res, err := http.Get(url)
@@ -127,22 +130,22 @@ func TestReplayResumeAtOrBefore(t *testing.T) {
 	rec := Generate(9, 60)
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("group%d-rewind%d-after%v-pos%d", tc.group, tc.rewind, tc.after, tc.lastPos), func(t *testing.T) {
-			r, url := startReplay(t, ReplayConfig{Seed: 1, IDGroup: tc.group, Rewind: tc.rewind, ResumeAfter: tc.after})
+			r, url := startReplay(t, Config{Seed: 1, IDGroup: tc.group, Rewind: tc.rewind, ResumeAfter: tc.after})
 			r.Loops(rec, 1)
-			id := fmt.Sprintf(`[{"topic":"%s","partition":0,"offset":%d}]`, DefaultReplayTopic, tc.lastPos)
+			id := fmt.Sprintf(`[{"topic":"%s","partition":0,"offset":%d}]`, DefaultTopic, tc.lastPos)
 			evs := readEvents(t, url, id, 1)
 			all := r.Events(0)
 			if got, want := metaIDOfData(t, evs[0].Data), all[tc.wantIndex].MetaID; got != want {
 				t.Errorf("first event after resume: got meta.id %s, want %s (index %d)", got, want, tc.wantIndex)
 			}
-			wantID := fmt.Sprintf(`[{"topic":"%s","partition":0,"offset":%d}]`, DefaultReplayTopic, tc.wantIndex/tc.group)
+			wantID := fmt.Sprintf(`[{"topic":"%s","partition":0,"offset":%d}]`, DefaultTopic, tc.wantIndex/tc.group)
 			if evs[0].LastEventID != wantID {
 				t.Errorf("its id: got %s, want %s", evs[0].LastEventID, wantID)
 			}
 		})
 	}
 	t.Run("foreign id is a bad request", func(t *testing.T) {
-		_, url := startReplay(t, ReplayConfig{})
+		_, url := startReplay(t, Config{})
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		req.Header.Set("Last-Event-ID", `[{"topic":"eqiad.other","partition":0,"offset":3}]`)
 		res, err := http.DefaultClient.Do(req)
@@ -158,7 +161,7 @@ func TestReplayResumeAtOrBefore(t *testing.T) {
 
 func TestReplayLoopsResendAndCounts(t *testing.T) {
 	rec := Generate(11, 40)
-	r, url := startReplay(t, ReplayConfig{Seed: 77})
+	r, url := startReplay(t, Config{Seed: 77})
 	r.Loops(rec, 2)
 	if err := r.Resend(1); err != nil {
 		t.Fatal(err)
@@ -172,7 +175,7 @@ func TestReplayLoopsResendAndCounts(t *testing.T) {
 	r.Oversized(1, 5000)
 
 	evs := readEvents(t, url, "", r.Len())
-	con, _ := NewContract()
+	con, _ := ingest.NewContract()
 	var editNew int64
 	for i, raw := range rec.Events {
 		ev, _ := con.Check(raw)
@@ -192,7 +195,7 @@ func TestReplayLoopsResendAndCounts(t *testing.T) {
 	ids := map[string]bool{}
 	var violations, valid int
 	for i, e := range evs {
-		err := Validate([]byte(e.Data))
+		err := ingest.Validate([]byte(e.Data))
 		kind := r.Events(i)[0].Kind
 		switch {
 		case kind == KindViolation && err == nil:
@@ -207,7 +210,7 @@ func TestReplayLoopsResendAndCounts(t *testing.T) {
 		}
 	}
 	c := r.Counts()
-	want := ReplayCounts{Events: 80 + 40 + 12 + 6 + 2 + 1, Loops: 2, OnTime: 80, OnTimeEditNew: 2 * editNew,
+	want := Counts{Events: 80 + 40 + 12 + 6 + 2 + 1, Loops: 2, OnTime: 80, OnTimeEditNew: 2 * editNew,
 		Resent: 40, Violations: 12, Late: 6, LateEditNew: c.LateEditNew, Canaries: 2, Oversized: 1,
 		Sent: c.Sent, Connections: 1}
 	if c != want {
@@ -226,7 +229,7 @@ func TestReplayLoopsResendAndCounts(t *testing.T) {
 
 func TestReplayRestamp(t *testing.T) {
 	rec := Generate(12, 5)
-	r, url := startReplay(t, ReplayConfig{Seed: 1, Restamp: true})
+	r, url := startReplay(t, Config{Seed: 1, Restamp: true})
 	r.Loops(rec, 1)
 	r.Late(1, 2*time.Hour)
 	before := time.Now()
@@ -256,7 +259,7 @@ func TestReplayRestamp(t *testing.T) {
 		if d := dt.Sub(time.Unix(m.Timestamp, 0)); d < 0 || d > 11*time.Second {
 			t.Errorf("event %d: meta.dt - timestamp = %v, want the recorded intake delay", i, d)
 		}
-		if err := Validate([]byte(first[i].Data)); err != nil {
+		if err := ingest.Validate([]byte(first[i].Data)); err != nil {
 			t.Errorf("event %d: restamped event fails the contract: %v", i, err)
 		}
 		if first[i].Data != second[i].Data {
@@ -269,7 +272,7 @@ func TestReplayRestamp(t *testing.T) {
 }
 
 func TestReplaySince(t *testing.T) {
-	r, url := startReplay(t, ReplayConfig{Seed: 1})
+	r, url := startReplay(t, Config{Seed: 1})
 	r.Loops(Generate(1, 10), 1)
 	time.Sleep(5 * time.Millisecond)
 	mark := time.Now()
@@ -285,7 +288,7 @@ func TestReplaySince(t *testing.T) {
 // the last at about now; a resend keeps the stamps, and late events keep
 // their own (send time minus age).
 func TestReplayBackdate(t *testing.T) {
-	r, url := startReplay(t, ReplayConfig{Seed: 1, Restamp: true})
+	r, url := startReplay(t, Config{Seed: 1, Restamp: true})
 	rec := Generate(12, 10)
 	r.Loops(rec, 1)
 	r.Late(1, 2*time.Hour)
@@ -317,7 +320,7 @@ func TestReplayBackdate(t *testing.T) {
 		if d := dt.Sub(want); d < -time.Second || d > 10*time.Second {
 			t.Errorf("event %d: meta.dt %v, want about %v", i, dt, want)
 		}
-		if err := Validate([]byte(first[i].Data)); err != nil {
+		if err := ingest.Validate([]byte(first[i].Data)); err != nil {
 			t.Errorf("event %d: backdated event fails the contract: %v", i, err)
 		}
 		if first[i].Data != second[i].Data {

@@ -1,16 +1,16 @@
-package ingest
+package replay
 
 // Feed enqueues an endless loop over a recording a few events at a time, so
 // that the caller shapes the rate over time (a soak enqueues every 100 ms
 // what its rate function says is due, and the replay sends flat out). Every
 // pass over the recording is a loop pass with fresh meta.ids, numbered with
-// the passes of Loops; ReplayCounts are exact after every call: Loops counts
+// the passes of Loops; Counts are exact after every call: Loops counts
 // a pass from its first event, OnTime and OnTimeEditNew count the events
 // enqueued so far. A pass that is only partly enqueued is resent by Resend
-// as far as it got. A Feed is not safe for concurrent use; the Replay it
+// as far as it got. A Feed is not safe for concurrent use; the Server it
 // feeds is.
 type Feed struct {
-	r       *Replay
+	r       *Server
 	tmpls   []*template
 	editNew []int64 // editNew[i]: edit/new events among tmpls[:i]
 	loop    int     // the current pass (-1: none yet)
@@ -20,7 +20,7 @@ type Feed struct {
 
 // Feed returns a Feed that loops over rec, which must hold at least one
 // event with a unique meta.id (Generate's and Sample's do).
-func (r *Replay) Feed(rec Recording) *Feed {
+func (r *Server) Feed(rec Recording) *Feed {
 	f := &Feed{r: r, tmpls: make([]*template, len(rec.Events)), editNew: make([]int64, len(rec.Events)+1), loop: -1}
 	for i, data := range rec.Events {
 		f.tmpls[i] = newTemplate(data)
@@ -53,7 +53,7 @@ func (f *Feed) Next(n int) {
 			es[i] = &entry{t: f.tmpls[f.pos+i], kind: KindLoop, loop: f.loop}
 		}
 		from, to, loop := f.pos, f.pos+k, f.loop
-		f.r.add(es, func(c *ReplayCounts) {
+		f.r.add(es, func(c *Counts) {
 			// add holds the replay's lock while it applies counts.
 			f.r.loops[loop] = f.tmpls[:to:to]
 			if newPass {
@@ -68,7 +68,7 @@ func (f *Feed) Next(n int) {
 }
 
 // Violations enqueues n contract violations, continuing the cycle through
-// ViolationKinds where this Feed's previous call left it (Replay.Violations
+// ViolationKinds where this Feed's previous call left it (Server.Violations
 // starts every call at the first kind).
 func (f *Feed) Violations(n int) {
 	f.r.violations(n, f.viol)

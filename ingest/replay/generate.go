@@ -1,4 +1,4 @@
-package ingest
+package replay
 
 import (
 	"bufio"
@@ -338,9 +338,13 @@ func rehome(ev, meta map[string]any, w wikiSite) {
 
 const dtLayout = "2006-01-02T15:04:05.000Z"
 
+// mustDecodeObject decodes an embedded event (numbers as json.Number, so
+// they are written back as they were).
 func mustDecodeObject(raw []byte) map[string]any {
-	v, err := decodeJSON(raw)
-	if err != nil {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
 		panic(fmt.Sprintf("decode embedded event: %v", err))
 	}
 	return v.(map[string]any)

@@ -1,4 +1,4 @@
-package ingest
+package replay
 
 import (
 	"bufio"
@@ -15,16 +15,16 @@ import (
 	"time"
 )
 
-// Defaults for ReplayConfig.
+// Defaults for Config.
 const (
-	DefaultReplayTopic     = "replay.mediawiki.recentchange"
-	DefaultReplayHeartbeat = 5 * time.Second
-	// ReplayPath is where Start serves the stream, as EventStreams does.
-	ReplayPath = "/v2/stream/recentchange"
+	DefaultTopic     = "replay.mediawiki.recentchange"
+	DefaultHeartbeat = 5 * time.Second
+	// Path is where Start serves the stream, as EventStreams does.
+	Path = "/v2/stream/recentchange"
 )
 
-// ReplayConfig configures a Replay. Zero fields take defaults.
-type ReplayConfig struct {
+// Config configures a Server. Zero fields take defaults.
+type Config struct {
 	// Seed makes loop ids, violations, late, canary and oversized events
 	// deterministic.
 	Seed int64
@@ -46,7 +46,7 @@ type ReplayConfig struct {
 	// position (KafkaSSE with offset ids) instead of at it, so a scenario
 	// can count broker messages exactly. Rewind still applies.
 	ResumeAfter bool
-	// Topic is named in the SSE ids. Default DefaultReplayTopic.
+	// Topic is named in the SSE ids. Default DefaultTopic.
 	Topic string
 	// Heartbeat is the interval of SSE comments on an idle connection.
 	Heartbeat time.Duration
@@ -58,10 +58,10 @@ type ReplayConfig struct {
 	Refuse func(attempt int64, req *http.Request) (status int, header http.Header)
 }
 
-// ReplayCounts counts what a Replay holds and sent, so a scenario can
+// Counts counts what a Server holds and sent, so a scenario can
 // compute its expectations. Counts of ids assume the recordings given to
 // Loops are valid with unique meta.ids (Generate and Sample are).
-type ReplayCounts struct {
+type Counts struct {
 	Events        int64 // events held (every kind)
 	Loops         int   // loop passes enqueued
 	OnTime        int64 // events of Loops passes: unique, valid, on time
@@ -77,8 +77,8 @@ type ReplayCounts struct {
 	Connections   int64 // connections accepted
 }
 
-// ReplayEvent describes one held event (see Replay.Events).
-type ReplayEvent struct {
+// Event describes one held event (see Server.Events).
+type Event struct {
 	Index    int    // position in the replay log
 	Position int64  // the stream position its SSE id names
 	Kind     Kind   // why it is there
@@ -87,20 +87,20 @@ type ReplayEvent struct {
 	Type     string // recorded type field
 }
 
-// Replay is an SSE server that plays events like Wikimedia EventStreams:
+// Server is an SSE server that plays events like Wikimedia EventStreams:
 // "event: message", an "id:" holding a JSON array of stream positions, and
 // the event JSON as data. It holds an append-only, in-memory log of events;
 // every connection reads it from its resume point (at or before
 // Last-Event-ID, or from `since`, or from the start) and waits for more at
 // the end. Enqueue methods may be called at any time, also while serving.
-type Replay struct {
-	cfg ReplayConfig
+type Server struct {
+	cfg Config
 
 	mu      sync.RWMutex
 	entries []*entry
 	more    chan struct{} // closed and replaced when entries grow
 	loops   [][]*template // templates of each loop pass, for Resend
-	counts  ReplayCounts
+	counts  Counts
 	calls   int64 // enqueue calls, for per-call seeds
 
 	sent, conns, attempts atomic.Int64
@@ -110,8 +110,8 @@ type Replay struct {
 	once   sync.Once
 }
 
-// NewReplay returns an empty replay server; enqueue events and Start it.
-func NewReplay(cfg ReplayConfig) *Replay {
+// New returns an empty replay server; enqueue events and Start it.
+func New(cfg Config) *Server {
 	if cfg.IDGroup <= 0 {
 		cfg.IDGroup = 1
 	}
@@ -119,20 +119,20 @@ func NewReplay(cfg ReplayConfig) *Replay {
 		cfg.Rewind = 0
 	}
 	if cfg.Topic == "" {
-		cfg.Topic = DefaultReplayTopic
+		cfg.Topic = DefaultTopic
 	}
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = DefaultReplayHeartbeat
+		cfg.Heartbeat = DefaultHeartbeat
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Replay{cfg: cfg, more: make(chan struct{}), closed: make(chan struct{})}
+	return &Server{cfg: cfg, more: make(chan struct{}), closed: make(chan struct{})}
 }
 
 // Start serves on addr (for example "127.0.0.1:0") and returns the stream
 // URL (http://host:port/v2/stream/recentchange).
-func (r *Replay) Start(addr string) (string, error) {
+func (r *Server) Start(addr string) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("listen replay: %w", err)
@@ -143,11 +143,11 @@ func (r *Replay) Start(addr string) (string, error) {
 			r.cfg.Logger.Error("replay: serve", "err", err)
 		}
 	}()
-	return "http://" + ln.Addr().String() + ReplayPath, nil
+	return "http://" + ln.Addr().String() + Path, nil
 }
 
 // Close stops the server and ends every connection.
-func (r *Replay) Close() error {
+func (r *Server) Close() error {
 	r.once.Do(func() { close(r.closed) })
 	if r.srv != nil {
 		if err := r.srv.Close(); err != nil {
@@ -158,7 +158,7 @@ func (r *Replay) Close() error {
 }
 
 // Counts returns what was enqueued and sent so far.
-func (r *Replay) Counts() ReplayCounts {
+func (r *Server) Counts() Counts {
 	r.mu.RLock()
 	c := r.counts
 	r.mu.RUnlock()
@@ -168,23 +168,23 @@ func (r *Replay) Counts() ReplayCounts {
 }
 
 // Len returns the number of events held.
-func (r *Replay) Len() int {
+func (r *Server) Len() int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return len(r.entries)
 }
 
 // Events describes the held events from index from on.
-func (r *Replay) Events(from int) []ReplayEvent {
+func (r *Server) Events(from int) []Event {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if from < 0 {
 		from = 0
 	}
-	out := make([]ReplayEvent, 0, max(0, len(r.entries)-from))
+	out := make([]Event, 0, max(0, len(r.entries)-from))
 	for i := from; i < len(r.entries); i++ {
 		e := r.entries[i]
-		out = append(out, ReplayEvent{Index: i, Position: int64(i / r.cfg.IDGroup), Kind: e.kind,
+		out = append(out, Event{Index: i, Position: int64(i / r.cfg.IDGroup), Kind: e.kind,
 			Loop: e.loop, MetaID: e.metaID(r.cfg.Seed), Type: e.t.typ})
 	}
 	return out
@@ -193,7 +193,7 @@ func (r *Replay) Events(from int) []ReplayEvent {
 // ResumeIndex returns the index of the first event a connection resuming
 // with lastEventID is sent: the first event of the named position minus
 // Rewind (the first event after it with ResumeAfter). ok is false when lastEventID is not one of this server's ids.
-func (r *Replay) ResumeIndex(lastEventID string) (idx int, ok bool) {
+func (r *Server) ResumeIndex(lastEventID string) (idx int, ok bool) {
 	pos, ok := r.parsePosition(lastEventID)
 	if !ok {
 		return 0, false
@@ -204,7 +204,18 @@ func (r *Replay) ResumeIndex(lastEventID string) (idx int, ok bool) {
 	return max(0, int(pos)*r.cfg.IDGroup-r.cfg.Rewind), true
 }
 
-func (r *Replay) add(es []*entry, apply func(c *ReplayCounts)) {
+// GroupStart returns the index of the first event sent with the SSE id id
+// (a stream position names a group of IDGroup events) and the position
+// itself; ok is false when id is not one of this server's ids.
+func (r *Server) GroupStart(id string) (idx int, pos int64, ok bool) {
+	pos, ok = r.parsePosition(id)
+	if !ok {
+		return 0, 0, false
+	}
+	return int(pos) * r.cfg.IDGroup, pos, true
+}
+
+func (r *Server) add(es []*entry, apply func(c *Counts)) {
 	now := time.Now().UnixNano()
 	for _, e := range es {
 		e.enq = now
@@ -220,7 +231,7 @@ func (r *Replay) add(es []*entry, apply func(c *ReplayCounts)) {
 	r.mu.Unlock()
 }
 
-func (r *Replay) nextSeed() int64 {
+func (r *Server) nextSeed() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls++
@@ -230,7 +241,7 @@ func (r *Replay) nextSeed() int64 {
 // Loops enqueues n passes over rec. Each pass gets fresh deterministic
 // meta.ids (see LoopID; the first pass ever keeps the recorded ids); passes
 // are numbered across calls.
-func (r *Replay) Loops(rec Recording, n int) {
+func (r *Server) Loops(rec Recording, n int) {
 	tmpls := make([]*template, len(rec.Events))
 	var editNew int64
 	for i, data := range rec.Events {
@@ -248,7 +259,7 @@ func (r *Replay) Loops(rec Recording, n int) {
 		for i, t := range tmpls {
 			es[i] = &entry{t: t, kind: KindLoop, loop: loop}
 		}
-		r.add(es, func(c *ReplayCounts) {
+		r.add(es, func(c *Counts) {
 			c.Loops++
 			c.OnTime += int64(len(tmpls))
 			c.OnTimeEditNew += editNew
@@ -258,7 +269,7 @@ func (r *Replay) Loops(rec Recording, n int) {
 
 // Resend enqueues loop pass loop again with the same meta.ids, as a source
 // that resumed from an earlier position would send them.
-func (r *Replay) Resend(loop int) error {
+func (r *Server) Resend(loop int) error {
 	r.mu.RLock()
 	if loop < 0 || loop >= len(r.loops) {
 		n := len(r.loops)
@@ -271,12 +282,12 @@ func (r *Replay) Resend(loop int) error {
 	for i, t := range tmpls {
 		es[i] = &entry{t: t, kind: KindResend, loop: loop}
 	}
-	r.add(es, func(c *ReplayCounts) { c.Resent += int64(len(es)) })
+	r.add(es, func(c *Counts) { c.Resent += int64(len(es)) })
 	return nil
 }
 
 // ResendRange enqueues the held events [from, to) again, same ids.
-func (r *Replay) ResendRange(from, to int) error {
+func (r *Server) ResendRange(from, to int) error {
 	r.mu.RLock()
 	if from < 0 || to > len(r.entries) || from > to {
 		n := len(r.entries)
@@ -288,7 +299,7 @@ func (r *Replay) ResendRange(from, to int) error {
 		es = append(es, &entry{t: e.t, kind: KindResend, loop: e.loop, age: e.age})
 	}
 	r.mu.RUnlock()
-	r.add(es, func(c *ReplayCounts) { c.Resent += int64(len(es)) })
+	r.add(es, func(c *Counts) { c.Resent += int64(len(es)) })
 	return nil
 }
 
@@ -302,7 +313,7 @@ func (r *Replay) ResendRange(from, to int) error {
 // as on the real stream, never lie ahead of the time they are sent, and
 // the newest is about now: none is late for a watermark that trails the
 // newest event time, and the watermark reaches now minus its delay.
-func (r *Replay) Backdate(span time.Duration) {
+func (r *Server) Backdate(span time.Duration) {
 	now := time.Now().UnixNano()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -320,10 +331,10 @@ func (r *Replay) Backdate(span time.Duration) {
 
 // Violations enqueues n events that break the contract, cycling through
 // ViolationKinds (not JSON, missing meta.id, bad type, ...).
-func (r *Replay) Violations(n int) { r.violations(n, 0) }
+func (r *Server) Violations(n int) { r.violations(n, 0) }
 
 // violations enqueues n violations of the kinds ViolationKinds[first+i].
-func (r *Replay) violations(n, first int) {
+func (r *Server) violations(n, first int) {
 	seed := r.nextSeed()
 	base := Generate(seed, n)
 	es := make([]*entry, n)
@@ -331,12 +342,12 @@ func (r *Replay) violations(n, first int) {
 		data := Violate(base.Events[i], first+i)
 		es[i] = &entry{t: &template{data: data, metaID: metaIDOf(data), typ: typeOf(data)}, kind: KindViolation}
 	}
-	r.add(es, func(c *ReplayCounts) { c.Violations += int64(n) })
+	r.add(es, func(c *Counts) { c.Violations += int64(n) })
 }
 
 // Late enqueues n fresh valid events whose times are stamped age before the
 // moment they are sent.
-func (r *Replay) Late(n int, age time.Duration) {
+func (r *Server) Late(n int, age time.Duration) {
 	rec := Generate(r.nextSeed(), n)
 	es := make([]*entry, n)
 	var editNew int64
@@ -347,11 +358,11 @@ func (r *Replay) Late(n int, age time.Duration) {
 		}
 		es[i] = &entry{t: t, kind: KindLate, age: age}
 	}
-	r.add(es, func(c *ReplayCounts) { c.Late += int64(n); c.LateEditNew += editNew })
+	r.add(es, func(c *Counts) { c.Late += int64(n); c.LateEditNew += editNew })
 }
 
 // Canaries enqueues n valid canary events (meta.domain "canary").
-func (r *Replay) Canaries(n int) {
+func (r *Server) Canaries(n int) {
 	rec := Generate(r.nextSeed(), n)
 	es := make([]*entry, n)
 	for i, data := range rec.Events {
@@ -359,38 +370,41 @@ func (r *Replay) Canaries(n int) {
 		m["meta"].(map[string]any)["domain"] = "canary"
 		es[i] = &entry{t: newTemplate(encodeCompact(m)), kind: KindCanary}
 	}
-	r.add(es, func(c *ReplayCounts) { c.Canaries += int64(n) })
+	r.add(es, func(c *Counts) { c.Canaries += int64(n) })
 }
 
 // Oversized enqueues n otherwise valid events padded (in "comment") to at
 // least size bytes.
-func (r *Replay) Oversized(n, size int) {
+func (r *Server) Oversized(n, size int) {
 	rec := Generate(r.nextSeed(), n).Padded(size)
 	es := make([]*entry, n)
 	for i, data := range rec.Events {
 		es[i] = &entry{t: newTemplate(data), kind: KindOversized}
 	}
-	r.add(es, func(c *ReplayCounts) { c.Oversized += int64(n) })
+	r.add(es, func(c *Counts) { c.Oversized += int64(n) })
 }
 
 // BadIDs enqueues n fresh valid events sent with the SSE id line id instead
 // of their position: a control character, a value too long to send back, or
 // anything else a hostile source might name its position. Clients must keep
 // their last good position.
-func (r *Replay) BadIDs(n int, id string) {
+func (r *Server) BadIDs(n int, id string) {
 	rec := Generate(r.nextSeed(), n)
 	es := make([]*entry, n)
 	for i, data := range rec.Events {
 		es[i] = &entry{t: newTemplate(data), kind: KindBadID, sseID: id}
 	}
-	r.add(es, func(c *ReplayCounts) { c.BadIDs += int64(n) })
+	r.add(es, func(c *Counts) { c.BadIDs += int64(n) })
 }
 
 func metaIDOf(data []byte) string { return newTemplate(data).metaID }
 func typeOf(data []byte) string   { return newTemplate(data).typ }
 
-// sseID is the id line value for stream position pos.
-func (r *Replay) appendID(b []byte, pos int64) []byte {
+// ID returns the SSE id this server sends for stream position pos.
+func (r *Server) ID(pos int64) string { return string(r.appendID(nil, pos)) }
+
+// appendID appends the id line value for stream position pos to b.
+func (r *Server) appendID(b []byte, pos int64) []byte {
 	b = append(b, `[{"topic":"`...)
 	b = append(b, r.cfg.Topic...)
 	b = append(b, `","partition":0,"offset":`...)
@@ -398,7 +412,7 @@ func (r *Replay) appendID(b []byte, pos int64) []byte {
 	return append(b, "}]"...)
 }
 
-func (r *Replay) parsePosition(id string) (int64, bool) {
+func (r *Server) parsePosition(id string) (int64, bool) {
 	var parts []struct {
 		Topic     string `json:"topic"`
 		Partition int    `json:"partition"`
@@ -416,7 +430,7 @@ func (r *Replay) parsePosition(id string) (int64, bool) {
 }
 
 // startIndex picks where a new connection starts.
-func (r *Replay) startIndex(req *http.Request) (int, error) {
+func (r *Server) startIndex(req *http.Request) (int, error) {
 	if id := req.Header.Get("Last-Event-ID"); id != "" {
 		idx, ok := r.ResumeIndex(id)
 		if !ok {
@@ -442,7 +456,7 @@ func (r *Replay) startIndex(req *http.Request) (int, error) {
 }
 
 // ServeHTTP streams events to one client.
-func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (r *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet {
 		http.Error(w, "GET only", http.StatusMethodNotAllowed)
 		return
@@ -577,9 +591,9 @@ func pace(start time.Time, sent int64, rate float64) time.Duration {
 // events generated from the 50 real ones at rate events/s (0 = flat out) in
 // loops passes, with a few contract violations and canaries mixed in, their
 // times spread over the span before now (Backdate; 0: stamped when sent).
-// Point Config.URL at the returned URL; Close the Replay when done.
-func Demo(addr string, seed int64, events, loops int, rate float64, span time.Duration) (*Replay, string, error) {
-	r := NewReplay(ReplayConfig{Seed: seed, Rate: rate, Restamp: true})
+// Point Config.URL at the returned URL; Close the Server when done.
+func Demo(addr string, seed int64, events, loops int, rate float64, span time.Duration) (*Server, string, error) {
+	r := New(Config{Seed: seed, Rate: rate, Restamp: true})
 	r.Loops(Generate(seed, events), loops)
 	r.Violations(max(1, events/500))
 	r.Canaries(max(1, events/1000))

@@ -1,4 +1,4 @@
-package ingest
+package replay
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ const (
 	KindLate                  // valid, stamped now minus an age
 	KindCanary                // valid, meta.domain "canary": must be skipped
 	KindOversized             // valid JSON but longer than a given size
-	KindBadID                 // valid, sent with an SSE id that is no position (see Replay.BadIDs)
+	KindBadID                 // valid, sent with an SSE id that is no position (see Server.BadIDs)
 )
 
 var kindNames = [...]string{"loop", "resend", "violation", "late", "canary", "oversized", "bad-id"}

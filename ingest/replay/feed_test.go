@@ -1,6 +1,7 @@
-package ingest
+package replay
 
 import (
+	"lakehouse/ingest"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ func TestFeedEndlessLoopCounts(t *testing.T) {
 			editNew[i+1]++
 		}
 	}
-	r, url := startReplay(t, ReplayConfig{Seed: 5})
+	r, url := startReplay(t, Config{Seed: 5})
 	r.Loops(rec, 1) // a pass enqueued the old way first: the Feed's passes follow it
 	f := r.Feed(rec)
 	steps := []struct {
@@ -57,7 +58,7 @@ func TestFeedEndlessLoopCounts(t *testing.T) {
 		if got := metaIDOfData(t, evs[i].Data); got != want || held[i].MetaID != want {
 			t.Fatalf("event %d: sent id %s, held id %s; want %s", i, got, held[i].MetaID, want)
 		}
-		if err := Validate([]byte(evs[i].Data)); err != nil {
+		if err := ingest.Validate([]byte(evs[i].Data)); err != nil {
 			t.Errorf("event %d fails the contract: %v", i, err)
 		}
 		ids[want] = true
@@ -73,7 +74,7 @@ func TestFeedEndlessLoopCounts(t *testing.T) {
 	// The five violations are the first five kinds, across both calls.
 	for i := range 5 {
 		e := evs[130+i]
-		if held[130+i].Kind != KindViolation || Validate([]byte(e.Data)) == nil {
+		if held[130+i].Kind != KindViolation || ingest.Validate([]byte(e.Data)) == nil {
 			t.Errorf("violation %d (%s) passes the contract or is not held as one", i, ViolationKinds[i])
 		}
 	}
