@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	icetable "github.com/apache/iceberg-go/table"
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
 	"lakehouse/table"
@@ -100,7 +101,7 @@ func qualified(ident string) string {
 
 // attach makes the files of one Iceberg table visible as a view named by its
 // dotted identifier (DuckDB schema = Iceberg namespace). Columns are mapped
-// by Parquet field id through f.SchemaMap, so renamed or reordered columns
+// by Parquet field id (DuckDBSchemaMap of f.Schema), so renamed or reordered columns
 // read correctly. The file list is part of the view text: DuckDB cannot
 // prepare a CREATE VIEW ("Unexpected prepared parameter"), and a view keeps
 // the scan lazy (bronze can be large). A table without files becomes an
@@ -117,9 +118,13 @@ func (d *duck) attachWhere(ctx context.Context, ident string, f table.Files, whe
 			return fmt.Errorf("attach %s: create schema: %w", ident, err)
 		}
 	}
+	schemaMap, err := DuckDBSchemaMap(f.Schema)
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", ident, err)
+	}
 	var body string
 	if len(f.Paths) == 0 {
-		cols, err := d.schemaColumns(ctx, f.SchemaMap)
+		cols, err := d.schemaColumns(ctx, schemaMap)
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", ident, err)
 		}
@@ -134,7 +139,7 @@ func (d *duck) attachWhere(ctx context.Context, ident string, f table.Files, whe
 			paths[i] = quoteString(p)
 		}
 		body = fmt.Sprintf("SELECT * FROM read_parquet([%s], schema=%s, hive_partitioning=false)",
-			strings.Join(paths, ", "), f.SchemaMap)
+			strings.Join(paths, ", "), schemaMap)
 	}
 	if where != "" && where != "true" {
 		body = "SELECT * FROM (" + body + ") WHERE " + where
@@ -202,37 +207,14 @@ func (d *duck) attachGoldAs(ctx context.Context, lake lakeAPI, mt mart, name, wh
 func planGold(ctx context.Context, lake lakeAPI, mt mart) (table.Files, error) {
 	f, err := lake.DataFiles(ctx, mt.ident)
 	if isNoTable(err) {
-		f, err = table.Files{SchemaMap: arrowSchemaMap(mt.schema)}, nil
+		var sc *iceberg.Schema
+		sc, err = icetable.ArrowSchemaToIcebergWithFreshIDs(mt.schema, false) // ids 1..n, as Overwrite creates it
+		f = table.Files{Schema: sc}
 	}
 	if err != nil {
 		return table.Files{}, fmt.Errorf("plan %s: %w", mt.ident, err)
 	}
 	return f, nil
-}
-
-// arrowSchemaMap renders a schema built by schemaOf as a read_parquet
-// schema map (field ids 1..n).
-func arrowSchemaMap(s *arrow.Schema) string {
-	parts := make([]string, s.NumFields())
-	for i, f := range s.Fields() {
-		typ := "VARCHAR"
-		switch f.Type.ID() {
-		case arrow.INT32:
-			typ = "INTEGER"
-		case arrow.INT64:
-			typ = "BIGINT"
-		case arrow.FLOAT64:
-			typ = "DOUBLE"
-		case arrow.BOOL:
-			typ = "BOOLEAN"
-		case arrow.DATE32:
-			typ = "DATE"
-		case arrow.TIMESTAMP:
-			typ = "TIMESTAMPTZ"
-		}
-		parts[i] = fmt.Sprintf("%d: {name: %s, type: '%s', default_value: NULL}", i+1, quoteString(f.Name), typ)
-	}
-	return "MAP{" + strings.Join(parts, ", ") + "}"
 }
 
 // openDuck opens the DuckDB database of one scheduled job, bounded by the

@@ -3,13 +3,9 @@ package marts
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	icecat "github.com/apache/iceberg-go/catalog"
 
 	"lakehouse/table"
 )
@@ -28,29 +24,14 @@ type lakeAPI interface {
 	MarkMaintained(ctx context.Context, ident, job string, at time.Time) error
 	LastCommitted(ctx context.Context, ident, query string) (table.Marker, bool, error)
 	CommitBatch(ctx context.Context, ident string, b table.Batch) (table.Result, error)
-	Catalog() icecat.Catalog
+	Tables(ctx context.Context) ([]string, error)
 }
 
 var _ lakeAPI = (*table.Lake)(nil)
 
 // listTables returns every table in the lake as "namespace.name", sorted.
 func listTables(ctx context.Context, lake lakeAPI) ([]string, error) {
-	cat := lake.Catalog()
-	nss, err := cat.ListNamespaces(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("list namespaces: %w", err)
-	}
-	var out []string
-	for _, ns := range nss {
-		for id, err := range cat.ListTables(ctx, ns) {
-			if err != nil {
-				return nil, fmt.Errorf("list tables of %s: %w", strings.Join(ns, "."), err)
-			}
-			out = append(out, strings.Join(id, "."))
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	return lake.Tables(ctx)
 }
 
 // isNoTable reports whether err means the table does not exist.

@@ -138,7 +138,7 @@ func overlapping(f table.Files, days []dayKey) table.Files {
 	for i, d := range days {
 		starts[i], _ = time.Parse(time.DateOnly, string(d))
 	}
-	out := table.Files{SchemaMap: f.SchemaMap, SnapshotID: f.SnapshotID, Paths: []string{}}
+	out := table.Files{Schema: f.Schema, SnapshotID: f.SnapshotID, Paths: []string{}}
 	for i, p := range f.Paths {
 		b := f.Bounds[i]
 		for _, start := range starts {
@@ -161,7 +161,7 @@ func recentFiles(f table.Files) table.Files {
 			newest = b.Upper
 		}
 	}
-	out := table.Files{SchemaMap: f.SchemaMap, SnapshotID: f.SnapshotID, Paths: []string{}}
+	out := table.Files{Schema: f.Schema, SnapshotID: f.SnapshotID, Paths: []string{}}
 	for i, p := range f.Paths {
 		if b := f.Bounds[i]; !b.OK || b.Upper.After(newest.Add(-hotWindow)) {
 			out.Paths = append(out.Paths, p)

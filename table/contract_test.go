@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 
 	"lakehouse/table"
 )
@@ -60,14 +61,14 @@ func testEnsureTables(t *testing.T, b backend) {
 		if len(files.Paths) != 0 {
 			t.Fatalf("%s: got %d files in a new table, want 0", ident, len(files.Paths))
 		}
-		// The schema map is by the exported schema's field ids.
+		// The files' schema has the exported schema's field ids.
 		for i, f := range want.Fields() {
 			id, ok := f.Metadata.GetValue("PARQUET:field_id")
 			if !ok || id != itoa(i+1) {
 				t.Fatalf("%s.%s: got field id %q, want %d", ident, f.Name, id, i+1)
 			}
-			if !strings.Contains(files.SchemaMap, itoa(i+1)+": {name: '"+f.Name+"'") {
-				t.Fatalf("%s: schema map %s lacks field %d %s", ident, files.SchemaMap, i+1, f.Name)
+			if got, ok := files.Schema.FindFieldByID(i + 1); !ok || got.Name != f.Name {
+				t.Fatalf("%s: the files' schema has %+v (found %v) as field %d, want %s", ident, got, ok, i+1, f.Name)
 			}
 		}
 	}
@@ -331,9 +332,11 @@ func testDataFiles(t *testing.T, b backend) {
 			}
 		}
 	}
-	if !strings.HasPrefix(files.SchemaMap, "MAP{1: {name: 'broker_partition', type: 'INTEGER', default_value: NULL}") ||
-		!strings.Contains(files.SchemaMap, "3: {name: 'broker_ts', type: 'TIMESTAMPTZ'") {
-		t.Fatalf("schema map: got %s", files.SchemaMap)
+	if f, ok := files.Schema.FindFieldByID(1); !ok || f.Name != "broker_partition" || !f.Type.Equals(iceberg.PrimitiveTypes.Int32) {
+		t.Fatalf("the files' field 1: got %+v (found %v), want broker_partition int", f, ok)
+	}
+	if f, ok := files.Schema.FindFieldByID(3); !ok || f.Name != "broker_ts" || !f.Type.Equals(iceberg.PrimitiveTypes.TimestampTz) {
+		t.Fatalf("the files' field 3: got %+v (found %v), want broker_ts timestamptz", f, ok)
 	}
 }
 

@@ -86,10 +86,11 @@
 // few rows per batch and is read whole, so it stays unpartitioned.
 //
 // The exported Arrow schemas (BronzeSchema, ...) carry the Iceberg field ids;
-// field ids are 1..n in column order. DataFiles renders the same ids as a
-// DuckDB read_parquet schema map, so DuckDB reads by id, not by name, and
-// Scan and ReadAppended read through iceberg-go by id in the current schema:
-// files written before a rename read under the new name.
+// field ids are 1..n in column order. DataFiles hands out the table's
+// current schema with the files, so a reader maps columns by id, not by
+// name (marts renders it as a DuckDB read_parquet schema map), and Scan and
+// ReadAppended read through iceberg-go by id in the current schema: files
+// written before a rename read under the new name.
 //
 // # Schema evolution
 //

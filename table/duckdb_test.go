@@ -7,6 +7,7 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
+	"lakehouse/marts"
 	"lakehouse/table"
 )
 
@@ -28,7 +29,7 @@ func TestDuckDBReadsDataFiles(t *testing.T) {
 	defer db.Close()
 	q := `SELECT count(*), count(DISTINCT (broker_partition, broker_offset)), count(key),
 	             min(broker_ts) < max(broker_ts), max(json_extract_string(value, '$.type'))
-	      FROM read_parquet(?, schema=` + files.SchemaMap + `, hive_partitioning=false)`
+	      FROM read_parquet(?, schema=` + duckMap(t, files) + `, hive_partitioning=false)`
 	var rows, distinct, keys int64
 	var ordered bool
 	var typ string
@@ -39,4 +40,14 @@ func TestDuckDBReadsDataFiles(t *testing.T) {
 		t.Fatalf("duckdb read: got rows=%d distinct=%d keys=%d ordered=%v type=%q, want 150 150 100 true edit",
 			rows, distinct, keys, ordered, typ)
 	}
+}
+
+// duckMap is the read_parquet schema map of files (marts.DuckDBSchemaMap).
+func duckMap(t *testing.T, files table.Files) string {
+	t.Helper()
+	m, err := marts.DuckDBSchemaMap(files.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

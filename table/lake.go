@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -279,8 +280,29 @@ func (l *Lake) Close() error { return l.cat.Close() }
 // Warehouse returns the resolved warehouse root (a local path or s3:// URI).
 func (l *Lake) Warehouse() string { return l.warehouse }
 
-// Catalog returns the underlying iceberg-go catalog (for tools and tests).
+// Catalog returns the underlying iceberg-go catalog, for tests that build a
+// lake as an earlier version left it. The appliance goes through the Lake's
+// methods only.
 func (l *Lake) Catalog() icecat.Catalog { return l.cat }
+
+// Tables returns every table of the lake as "namespace.name", sorted.
+func (l *Lake) Tables(ctx context.Context) ([]string, error) {
+	nss, err := l.cat.ListNamespaces(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list namespaces: %w", err)
+	}
+	var out []string
+	for _, ns := range nss {
+		for id, err := range l.cat.ListTables(ctx, ns) {
+			if err != nil {
+				return nil, fmt.Errorf("list tables of %s: %w", strings.Join(ns, "."), err)
+			}
+			out = append(out, strings.Join(id, "."))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
 
 func warehouseProps(cfg Config) (string, iceberg.Properties, error) {
 	wh := cfg.Warehouse

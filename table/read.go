@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -220,6 +219,15 @@ func (l *Lake) ScanColumns(ctx context.Context, ident string, cols []string, fn 
 		icetable.WithMaxConcurrency(1), icetable.WithArrowBatchSize(scanColumnsBatch))
 }
 
+// ScanColumnsFrom is ScanColumns over the rows whose timestamp column is at
+// or after from: files whose column statistics end before it are not read,
+// and the rows of the others are filtered. column must be one of cols.
+func (l *Lake) ScanColumnsFrom(ctx context.Context, ident string, cols []string, column string, from time.Time, fn func(arrow.RecordBatch) error) error {
+	return l.scanEach(ctx, ident, fn, icetable.WithSelectedFields(cols...),
+		icetable.WithMaxConcurrency(1), icetable.WithArrowBatchSize(scanColumnsBatch),
+		icetable.WithRowFilter(iceberg.GreaterThanEqual(iceberg.Reference(column), iceberg.Timestamp(from.UnixMicro()))))
+}
+
 func (l *Lake) scanEach(ctx context.Context, ident string, fn func(arrow.RecordBatch) error, opts ...icetable.ScanOption) error {
 	tbl, err := l.load(ctx, ident)
 	if err != nil {
@@ -247,8 +255,10 @@ func (l *Lake) scanEach(ctx context.Context, ident string, fn func(arrow.RecordB
 
 // Files lists the live data files of a table for an external reader.
 type Files struct {
-	Paths     []string // local paths or s3:// URIs
-	SchemaMap string   // DuckDB read_parquet schema=MAP{...} literal by field id
+	Paths []string // local paths or s3:// URIs
+	// Schema is the table's current schema: a reader maps the files'
+	// columns by its field ids (a renamed column keeps its id).
+	Schema *iceberg.Schema
 	// SnapshotID is the snapshot the list was planned from (0: empty table).
 	SnapshotID int64
 	// Rows is the files' record count, from the manifests.
@@ -268,10 +278,10 @@ type TimeBounds struct {
 	Rows         int64
 }
 
-// DataFiles lists the live data files of ident's current snapshot with a
-// field-id schema map, for
-// read_parquet(?, schema=<SchemaMap>, hive_partitioning=false).
-// This package never writes delete files, so the list is the whole table.
+// DataFiles lists the live data files of ident's current snapshot with the
+// table's schema, for a reader that maps columns by field id (DuckDB's
+// read_parquet with a schema map, see package marts). This package never
+// writes delete files, so the list is the whole table.
 func (l *Lake) DataFiles(ctx context.Context, ident string) (Files, error) {
 	return l.dataFiles(ctx, ident, "")
 }
@@ -304,11 +314,7 @@ func (l *Lake) dataFiles(ctx context.Context, ident, column string) (Files, erro
 		}
 		fieldID = f.ID
 	}
-	schemaMap, err := DuckDBSchemaMap(tbl.Schema())
-	if err != nil {
-		return Files{}, fmt.Errorf("data files of %s: %w", ident, err)
-	}
-	out := Files{SchemaMap: schemaMap, Paths: []string{}}
+	out := Files{Schema: tbl.Schema(), Paths: []string{}}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
 		return out, nil
@@ -358,58 +364,4 @@ func (l *Lake) localPath(name string) (string, error) {
 		return name, nil
 	}
 	return l.rooted.resolve(name)
-}
-
-// DuckDBSchemaMap renders sc's top-level columns as a DuckDB read_parquet
-// schema map keyed by Parquet field id:
-// MAP{1: {name: 'a', type: 'BIGINT', default_value: NULL}, ...}.
-func DuckDBSchemaMap(sc *iceberg.Schema) (string, error) {
-	var b strings.Builder
-	b.WriteString("MAP{")
-	for i, f := range sc.Fields() {
-		t, err := duckType(f.Type)
-		if err != nil {
-			return "", fmt.Errorf("column %q: %w", f.Name, err)
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%d: {name: '%s', type: '%s', default_value: NULL}",
-			f.ID, strings.ReplaceAll(f.Name, "'", "''"), t)
-	}
-	b.WriteString("}")
-	return b.String(), nil
-}
-
-func duckType(t iceberg.Type) (string, error) {
-	switch t := t.(type) {
-	case iceberg.BooleanType:
-		return "BOOLEAN", nil
-	case iceberg.Int32Type:
-		return "INTEGER", nil
-	case iceberg.Int64Type:
-		return "BIGINT", nil
-	case iceberg.Float32Type:
-		return "FLOAT", nil
-	case iceberg.Float64Type:
-		return "DOUBLE", nil
-	case iceberg.StringType:
-		return "VARCHAR", nil
-	case iceberg.BinaryType, iceberg.FixedType:
-		return "BLOB", nil
-	case iceberg.DateType:
-		return "DATE", nil
-	case iceberg.TimeType:
-		return "TIME", nil
-	case iceberg.TimestampType:
-		return "TIMESTAMP", nil
-	case iceberg.TimestampTzType:
-		return "TIMESTAMPTZ", nil
-	case iceberg.UUIDType:
-		return "UUID", nil
-	case iceberg.DecimalType:
-		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision(), t.Scale()), nil
-	default:
-		return "", fmt.Errorf("type %s has no DuckDB mapping here", t)
-	}
 }

@@ -283,8 +283,8 @@ func duckPairs(t *testing.T, l *table.Lake, want [][2]int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(files.SchemaMap, "1: {name: 'broker_partition'") || !strings.Contains(files.SchemaMap, "2: {name: 'broker_offset'") {
-		t.Fatalf("schema map lacks the new names: %s", files.SchemaMap)
+	if m := duckMap(t, files); !strings.Contains(m, "1: {name: 'broker_partition'") || !strings.Contains(m, "2: {name: 'broker_offset'") {
+		t.Fatalf("schema map lacks the new names: %s", m)
 	}
 	db, err := sql.Open("duckdb", "?autoinstall_known_extensions=false&autoload_known_extensions=false")
 	if err != nil {
@@ -292,7 +292,7 @@ func duckPairs(t *testing.T, l *table.Lake, want [][2]int64) {
 	}
 	defer db.Close()
 	rows, err := db.QueryContext(ctx, `SELECT broker_partition, broker_offset
-		FROM read_parquet(?, schema=`+files.SchemaMap+`, hive_partitioning=false) ORDER BY 1, 2`, files.Paths)
+		FROM read_parquet(?, schema=`+duckMap(t, files)+`, hive_partitioning=false) ORDER BY 1, 2`, files.Paths)
 	if err != nil {
 		t.Fatalf("duckdb: %v", err)
 	}

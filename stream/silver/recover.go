@@ -7,8 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go"
-	icetable "github.com/apache/iceberg-go/table"
 
 	"lakehouse/stream/lakeio"
 	"lakehouse/table"
@@ -31,33 +29,16 @@ func stateFromTable(ctx context.Context, lake *table.Lake, query string, v int64
 		return st, nil
 	}
 	st.watermark = wm
-	id, err := parseTableIdent(table.SilverEdits)
-	if err != nil {
-		return nil, err
+	cols := []string{"event_id", "event_time"}
+	add := func(rec arrow.RecordBatch) error { return addRows(st, rec, delay) }
+	if st.watermark == noTime {
+		err = lake.ScanColumns(ctx, table.SilverEdits, cols, add)
+	} else {
+		from := time.UnixMicro(st.watermark - delay.Microseconds())
+		err = lake.ScanColumnsFrom(ctx, table.SilverEdits, cols, "event_time", from, add)
 	}
-	tbl, err := lake.Catalog().LoadTable(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild state from %s: %w", table.SilverEdits, err)
-	}
-	opts := []icetable.ScanOption{icetable.WithSelectedFields("event_id", "event_time")}
-	if st.watermark != noTime {
-		from := st.watermark - delay.Microseconds()
-		opts = append(opts, icetable.WithRowFilter(
-			iceberg.GreaterThanEqual(iceberg.Reference("event_time"), iceberg.Timestamp(from))))
-	}
-	_, it, err := tbl.Scan(opts...).ToArrowRecords(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("rebuild state from %s: scan: %w", table.SilverEdits, err)
-	}
-	for rec, err := range it {
-		if err != nil {
-			return nil, fmt.Errorf("rebuild state from %s: scan: %w", table.SilverEdits, err)
-		}
-		err := addRows(st, rec, delay)
-		rec.Release()
-		if err != nil {
-			return nil, err
-		}
 	}
 	return st, nil
 }
@@ -116,13 +97,4 @@ func addRows(st *state, rec arrow.RecordBatch, delay time.Duration) error {
 		}
 	}
 	return nil
-}
-
-func parseTableIdent(ident string) (icetable.Identifier, error) {
-	for i := len(ident) - 1; i > 0; i-- {
-		if ident[i] == '.' {
-			return icetable.Identifier{ident[:i], ident[i+1:]}, nil
-		}
-	}
-	return nil, fmt.Errorf("table %q: %w", ident, table.ErrUnknownTable)
 }
