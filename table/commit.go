@@ -30,8 +30,13 @@ var (
 // Snapshot-summary and property keys. Every key of ours carries the
 // "lakehouse." prefix so it can never overwrite a reserved Iceberg key.
 const (
-	PropPrefix     = "lakehouse."
-	SummaryQueryID = "lakehouse.query-id"
+	PropPrefix = "lakehouse."
+	// SummaryQuery is the committing query's name (Batch.Query), the stable
+	// identity that keys its marker. The key says "query-id", as DESIGN.md
+	// and lakes written since the first version have it; the run's query
+	// id, which changes when a checkpoint is lost, is a separate property
+	// the stream package adds (lakehouse.stream.query-id).
+	SummaryQuery   = "lakehouse.query-id"
 	SummaryBatchID = "lakehouse.batch-id"
 	SummaryOffsets = "lakehouse.offsets"
 	// SummaryAddedBytes is the in-memory (Arrow) size of the rows a
@@ -44,8 +49,8 @@ const (
 
 // Batch is one micro-batch of a streaming query, committed exactly once.
 type Batch struct {
-	Query   string              // query name: keys the marker (opaque)
-	RunID   string              // the run's query id (opaque), kept in the marker; may be empty
+	Query   string              // query name: keys the marker, summary lakehouse.query-id (SummaryQuery)
+	RunID   string              // the run's query id (opaque; changes when a checkpoint is lost), kept in the marker; may be empty
 	ID      int64               // batch id; ids of one query increase
 	Offsets string              // source offsets, opaque string
 	Records []arrow.RecordBatch // may be empty: an empty batch commits its marker only (no snapshot); not released by CommitBatch
@@ -241,7 +246,7 @@ func commitFiles(ctx context.Context, tbl *icetable.Table, b Batch, files []iceb
 func batchSnapshot(tbl *icetable.Table, query string, batch int64) int64 {
 	id := strconv.FormatInt(batch, 10)
 	for _, s := range mainAncestry(tbl) {
-		if s.Summary != nil && s.Summary.Properties[SummaryQueryID] == query && s.Summary.Properties[SummaryBatchID] == id {
+		if s.Summary != nil && s.Summary.Properties[SummaryQuery] == query && s.Summary.Properties[SummaryBatchID] == id {
 			return s.SnapshotID
 		}
 	}
@@ -254,7 +259,7 @@ func markerProps(summary iceberg.Properties) map[string]string {
 	out := make(map[string]string, len(summary))
 	for k, v := range summary {
 		switch k {
-		case SummaryQueryID, SummaryBatchID, SummaryOffsets, SummaryAddedBytes:
+		case SummaryQuery, SummaryBatchID, SummaryOffsets, SummaryAddedBytes:
 			continue
 		}
 		out[k] = v
@@ -267,7 +272,7 @@ func markerProps(summary iceberg.Properties) map[string]string {
 
 func summaryProps(b Batch) iceberg.Properties {
 	p := iceberg.Properties{
-		SummaryQueryID: b.Query,
+		SummaryQuery:   b.Query,
 		SummaryBatchID: strconv.FormatInt(b.ID, 10),
 		SummaryOffsets: b.Offsets,
 	}

@@ -235,7 +235,7 @@ func verifySessions(t *testing.T, lake *table.Lake, sc silvertest.Scenario, last
 	batches := map[string]int{}
 	var rows int64
 	for _, s := range snaps {
-		if s.Summary[table.SummaryQueryID] == QueryName {
+		if s.Summary[table.SummaryQuery] == QueryName {
 			batches[s.Summary[table.SummaryBatchID]]++
 			n, _ := strconv.ParseInt(s.Summary["added-records"], 10, 64)
 			rows += n

@@ -223,7 +223,7 @@ func VerifyScenario(t *testing.T, lake *table.Lake, dir string, sc silvertest.Sc
 	batches := map[string]int{}
 	var last table.Snapshot
 	for _, s := range snaps {
-		if s.Summary[table.SummaryQueryID] != QueryName {
+		if s.Summary[table.SummaryQuery] != QueryName {
 			continue
 		}
 		batches[s.Summary[table.SummaryBatchID]]++

@@ -63,7 +63,7 @@ func lastWatermark(ctx context.Context, lake *table.Lake, query string) (int64, 
 			return noTime, false, fmt.Errorf("rebuild state from %s: %w", table.SilverEdits, err)
 		}
 		for i := len(snaps) - 1; i >= 0; i-- {
-			if snaps[i].Summary[table.SummaryQueryID] == query {
+			if snaps[i].Summary[table.SummaryQuery] == query {
 				sum = snaps[i].Summary
 				break
 			}
