@@ -194,114 +194,6 @@ func (q *Query) run(ctx context.Context) error {
 	}
 }
 
-// resume recovers the query and re-runs the batch the last run planned but
-// did not commit. It returns the entry the next batch follows.
-func (q *Query) resume(ctx context.Context) (OffsetEntry, error) {
-	next, pending, err := q.recover(ctx)
-	if err != nil || pending == nil {
-		return next, err
-	}
-	if err := q.runBatch(ctx, *pending, true); err != nil {
-		return next, err
-	}
-	return *pending, nil
-}
-
-// recover establishes the query id and position. It returns the last
-// planned entry (its End is where the next batch starts; ID is the previous
-// batch id, -1 for none) and, if the last planned batch has no commit entry,
-// that batch to re-run.
-func (q *Query) recover(ctx context.Context) (OffsetEntry, *OffsetEntry, error) {
-	name := q.cfg.Name
-	marker, hasMarker, err := q.sink.LastCommitted(ctx, name)
-	if err != nil {
-		return OffsetEntry{}, nil, fmt.Errorf("recover %s: read table marker: %w", name, err)
-	}
-	id, hasID, err := q.cp.QueryID()
-	if err != nil {
-		return OffsetEntry{}, nil, fmt.Errorf("recover %s: %w", name, err)
-	}
-	lastOff, hasOff, err := q.cp.LatestOffsets()
-	if err != nil {
-		return OffsetEntry{}, nil, fmt.Errorf("recover %s: %w", name, err)
-	}
-	lastCommit, hasCommit, err := q.cp.LatestCommit()
-	if err != nil {
-		return OffsetEntry{}, nil, fmt.Errorf("recover %s: %w", name, err)
-	}
-
-	if hasID && hasOff && hasMarker && marker.Batch > lastOff.Batch {
-		return OffsetEntry{}, nil, fmt.Errorf("recover %s: table batch %d, checkpoint planned only up to %d: %w",
-			name, marker.Batch, lastOff.Batch, ErrTableAhead)
-	}
-	if hasID && hasOff {
-		q.setID(id, 0, "")
-		switch {
-		case hasCommit && lastCommit.Batch > lastOff.Batch:
-			return OffsetEntry{}, nil, fmt.Errorf("recover %s: commit %d without offsets: %w", name, lastCommit.Batch, ErrCorruptCheckpoint)
-		case hasCommit && lastCommit.Batch == lastOff.Batch:
-			if err := q.reflushFromLog(ctx); err != nil {
-				q.cfg.Logger.Warn("stream progress re-flush failed", "query", name, "err", err)
-			}
-			return lastOff, nil, nil
-		case hasCommit && lastCommit.Batch < lastOff.Batch-1:
-			return OffsetEntry{}, nil, fmt.Errorf("recover %s: batch %d planned but %d never committed: %w",
-				name, lastOff.Batch, lastCommit.Batch+1, ErrCorruptCheckpoint)
-		}
-		if err := q.reflushFromLog(ctx); err != nil {
-			q.cfg.Logger.Warn("stream progress re-flush failed", "query", name, "err", err)
-		}
-		q.cfg.Logger.Info("stream re-running planned batch", "query", name, "query_id", id,
-			"batch", lastOff.Batch, "start", string(lastOff.Start), "end", string(lastOff.End))
-		prev := OffsetEntry{Batch: lastOff.Batch - 1, End: lastOff.Start}
-		return prev, &lastOff, nil
-	}
-
-	// No usable checkpoint: a new query, or a lost one.
-	newID := id
-	if !hasID {
-		newID = newQueryID()
-	}
-	earliest, err := q.src.Earliest(ctx)
-	if err != nil {
-		return OffsetEntry{}, nil, fmt.Errorf("recover %s: earliest offsets: %w", name, err)
-	}
-	start := OffsetEntry{Batch: -1, End: earliest}
-	if hasMarker {
-		if hasID && marker.QueryID == id {
-			// Offsets were lost but the metadata survived: still a loss.
-			newID = newQueryID()
-		}
-		q.cfg.Logger.Error("STREAM QUERY ID CHANGED: checkpoint lost, table holds batches of this query",
-			"query", name, "previous_query_id", marker.QueryID, "new_query_id", newID,
-			"table_batch", marker.Batch, "table_end", string(marker.End),
-			"on_checkpoint_loss", q.cfg.OnCheckpointLoss.String(), "checkpoint", q.cp.Dir)
-		q.setID(newID, 1, marker.QueryID)
-		// Batch ids stay above the table's so its marker check keeps working.
-		start.Batch = marker.Batch
-		if q.cfg.OnCheckpointLoss == RebuildFromTable {
-			start.End = marker.End
-		} else {
-			q.cfg.Logger.Error("STREAM START FRESH: re-reading from the earliest offsets, the sink WILL receive duplicates",
-				"query", name, "start", string(earliest))
-		}
-	} else {
-		q.setID(newID, 0, "")
-	}
-	if err := q.cp.SetQueryID(newID, name); err != nil {
-		return OffsetEntry{}, nil, fmt.Errorf("recover %s: %w", name, err)
-	}
-	q.cfg.Logger.Info("stream query started", "query", name, "query_id", newID,
-		"next_batch", start.Batch+1, "start", string(start.End))
-	return start, nil, nil
-}
-
-func (q *Query) setID(id string, changes int64, prev string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.queryID, q.idChanges, q.previousID = id, changes, prev
-}
-
 // plan writes the offset entry of the batch after prev, or returns false if
 // the source has nothing new.
 func (q *Query) plan(ctx context.Context, prev OffsetEntry) (OffsetEntry, bool, error) {
@@ -364,57 +256,14 @@ func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error 
 	q.mu.Unlock()
 	t0 := time.Now()
 
-	var in []arrow.RecordBatch
-	var size int64
-	if pf := q.ready; pf != nil && pf.start == b.Start && pf.end == b.End {
-		in, size, p.Read = pf.recs, pf.size, pf.read
-		q.ready = nil
-	} else {
-		q.dropPrefetch()
-		var err error
-		in, size, err = q.src.Read(ctx, b.Start, b.End)
-		if err != nil {
-			return fmt.Errorf("read batch %d: %w", b.ID, err)
-		}
-		p.Read = time.Since(t0)
+	in, err := q.readBatch(ctx, b, &p)
+	if err != nil {
+		return err
 	}
-	p.RowsIn, p.Bytes = countRows(in), size
-
 	t1 := time.Now()
-	rows := in
-	if q.proc != nil {
-		sp, stateful := q.proc.(StatefulProcessor)
-		if stateful {
-			data, err := q.cp.LoadState(b.ID - 1)
-			if err != nil && !errors.Is(err, ErrNoEntry) {
-				release(in)
-				return fmt.Errorf("run batch %d: %w", b.ID, err)
-			}
-			if err := sp.LoadState(ctx, b.ID-1, data); err != nil {
-				release(in)
-				return fmt.Errorf("run batch %d: load state: %w", b.ID, err)
-			}
-		}
-		var err error
-		rows, err = q.proc.Process(ctx, b, in)
-		if err != nil {
-			return fmt.Errorf("process batch %d: %w", b.ID, err)
-		}
-		if sr, ok := q.proc.(StatsReporter); ok {
-			p.Stats = sr.BatchStats()
-		}
-		if stateful {
-			data, err := sp.SaveState()
-			if err != nil {
-				release(rows)
-				return fmt.Errorf("run batch %d: snapshot state: %w", b.ID, err)
-			}
-			if err := q.cp.SaveState(b.ID, data); err != nil {
-				release(rows)
-				return fmt.Errorf("run batch %d: %w", b.ID, err)
-			}
-			fault.Hit(hookAfterStateSave)
-		}
+	rows, err := q.processBatch(ctx, b, in, &p)
+	if err != nil {
+		return err
 	}
 	defer release(rows)
 	p.RowsOut = countRows(rows)
@@ -440,18 +289,98 @@ func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error 
 		return fmt.Errorf("commit batch %d: %w", b.ID, err)
 	}
 	fault.Hit(hookAfterCommitEntry)
-	if keep := b.ID - int64(q.cfg.RetainBatches) + 1; keep > 0 && b.ID%10 == 0 {
-		// Never purge a commit entry whose progress row is not yet in
-		// ops.stream_progress: after a crash it is re-sent from the log.
-		q.mu.Lock()
-		if len(q.unflushed) > 0 && q.unflushed[0].Batch < keep {
-			keep = q.unflushed[0].Batch
+	q.purgeCheckpoint(b)
+	q.record(p)
+	return nil
+}
+
+// readBatch returns the input of b: what the prefetch read, when it read
+// exactly b's range, else read now. It fills p's input counts.
+func (q *Query) readBatch(ctx context.Context, b Batch, p *Progress) ([]arrow.RecordBatch, error) {
+	t0 := time.Now()
+	var in []arrow.RecordBatch
+	var size int64
+	if pf := q.ready; pf != nil && pf.start == b.Start && pf.end == b.End {
+		in, size, p.Read = pf.recs, pf.size, pf.read
+		q.ready = nil
+	} else {
+		q.dropPrefetch()
+		var err error
+		in, size, err = q.src.Read(ctx, b.Start, b.End)
+		if err != nil {
+			return nil, fmt.Errorf("read batch %d: %w", b.ID, err)
 		}
-		q.mu.Unlock()
-		if err := q.cp.Purge(keep); err != nil {
-			q.cfg.Logger.Warn("stream checkpoint purge failed", "query", b.Query, "err", err)
+		p.Read = time.Since(t0)
+	}
+	p.RowsIn, p.Bytes = countRows(in), size
+	return in, nil
+}
+
+// processBatch runs the processor (if any) on in, a stateful one between
+// loading state version b.ID-1 and durably saving version b.ID. It takes
+// over in (released here or by the processor) and returns the rows to
+// commit.
+func (q *Query) processBatch(ctx context.Context, b Batch, in []arrow.RecordBatch, p *Progress) ([]arrow.RecordBatch, error) {
+	if q.proc == nil {
+		return in, nil
+	}
+	sp, stateful := q.proc.(StatefulProcessor)
+	if stateful {
+		data, err := q.cp.LoadState(b.ID - 1)
+		if err != nil && !errors.Is(err, ErrNoEntry) {
+			release(in)
+			return nil, fmt.Errorf("run batch %d: %w", b.ID, err)
+		}
+		if err := sp.LoadState(ctx, b.ID-1, data); err != nil {
+			release(in)
+			return nil, fmt.Errorf("run batch %d: load state: %w", b.ID, err)
 		}
 	}
+	rows, err := q.proc.Process(ctx, b, in)
+	if err != nil {
+		return nil, fmt.Errorf("process batch %d: %w", b.ID, err)
+	}
+	if sr, ok := q.proc.(StatsReporter); ok {
+		p.Stats = sr.BatchStats()
+	}
+	if !stateful {
+		return rows, nil
+	}
+	data, err := sp.SaveState()
+	if err != nil {
+		release(rows)
+		return nil, fmt.Errorf("run batch %d: snapshot state: %w", b.ID, err)
+	}
+	if err := q.cp.SaveState(b.ID, data); err != nil {
+		release(rows)
+		return nil, fmt.Errorf("run batch %d: %w", b.ID, err)
+	}
+	fault.Hit(hookAfterStateSave)
+	return rows, nil
+}
+
+// purgeCheckpoint drops the checkpoint's entries RetainBatches behind b
+// (every tenth batch), keeping every commit entry whose progress row is not
+// yet in ops.stream_progress: after a crash it is re-sent from the log. A
+// failed purge is logged; the next one retries.
+func (q *Query) purgeCheckpoint(b Batch) {
+	keep := b.ID - int64(q.cfg.RetainBatches) + 1
+	if keep <= 0 || b.ID%10 != 0 {
+		return
+	}
+	q.mu.Lock()
+	if len(q.unflushed) > 0 && q.unflushed[0].Batch < keep {
+		keep = q.unflushed[0].Batch
+	}
+	q.mu.Unlock()
+	if err := q.cp.Purge(keep); err != nil {
+		q.cfg.Logger.Warn("stream checkpoint purge failed", "query", b.Query, "err", err)
+	}
+}
+
+// record logs a finished batch's progress and keeps it for Last, the
+// progress sink and OnBatch.
+func (q *Query) record(p Progress) {
 	p.log(q.cfg.Logger)
 	q.mu.Lock()
 	q.last = p
@@ -461,7 +390,6 @@ func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error 
 	if q.cfg.OnBatch != nil {
 		q.cfg.OnBatch(p)
 	}
-	return nil
 }
 
 // flushProgress writes gathered progress rows when enough have gathered, or
