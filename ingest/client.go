@@ -139,25 +139,10 @@ func retryAfter(h string, now time.Time) time.Duration {
 func (in *Ingester) connect(ctx context.Context, lastID string, deliver func(received) bool) (int, time.Duration, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
-	u, err := url.Parse(in.cfg.URL)
+	req, err := in.request(cctx, lastID)
 	if err != nil {
-		return 0, 0, fmt.Errorf("parse url: %w", err)
+		return 0, 0, err
 	}
-	if lastID == "" && !in.since.IsZero() {
-		q := u.Query()
-		q.Set("since", strconv.FormatInt(in.since.UnixMilli(), 10))
-		u.RawQuery = q.Encode()
-	}
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return 0, 0, fmt.Errorf("build request: %w", err)
-	}
-	req.Header.Set("User-Agent", in.cfg.UserAgent)
-	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
-	}
-
 	var lastRead atomic.Int64
 	lastRead.Store(time.Now().UnixNano())
 	var wait time.Duration
@@ -207,10 +192,40 @@ func (in *Ingester) connect(ctx context.Context, lastID string, deliver func(rec
 			cancel()
 		}
 	})
+	stopWatch := in.watchIdle(cctx, &lastRead, cancel)
+	defer stopWatch()
+	err = conn.Connect()
+	return n, wait, err
+}
 
-	// Watchdog: a stalled stream never errors by itself.
+// request is the stream's GET: resuming after lastID, or from the since of
+// a first start (as a query parameter, as EventStreams takes it).
+func (in *Ingester) request(ctx context.Context, lastID string) (*http.Request, error) {
+	u, err := url.Parse(in.cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("parse url: %w", err)
+	}
+	if lastID == "" && !in.since.IsZero() {
+		q := u.Query()
+		q.Set("since", strconv.FormatInt(in.since.UnixMilli(), 10))
+		u.RawQuery = q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("User-Agent", in.cfg.UserAgent)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	return req, nil
+}
+
+// watchIdle drops the connection (cancel) once nothing was read for
+// IdleTimeout: a stalled stream never errors by itself. The returned
+// function stops the watch.
+func (in *Ingester) watchIdle(ctx context.Context, lastRead *atomic.Int64, cancel func()) (stop func()) {
 	done := make(chan struct{})
-	defer close(done)
 	go func() {
 		tick := time.NewTicker(min(in.cfg.IdleTimeout/4, time.Second))
 		defer tick.Stop()
@@ -218,7 +233,7 @@ func (in *Ingester) connect(ctx context.Context, lastID string, deliver func(rec
 			select {
 			case <-done:
 				return
-			case <-cctx.Done():
+			case <-ctx.Done():
 				return
 			case <-tick.C:
 				if time.Since(time.Unix(0, lastRead.Load())) > in.cfg.IdleTimeout {
@@ -229,9 +244,7 @@ func (in *Ingester) connect(ctx context.Context, lastID string, deliver func(rec
 			}
 		}
 	}()
-
-	err = conn.Connect()
-	return n, wait, err
+	return func() { close(done) }
 }
 
 // sseReadBuffer is the SSE parser's initial buffer. Its free space bounds

@@ -158,16 +158,32 @@ func (in *Ingester) Run(ctx context.Context) error {
 	if !in.running.CompareAndSwap(false, true) {
 		return errors.New("run ingest: already started")
 	}
+	from, ok, err := in.start(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	fatal := in.pipeline(ctx, from)
+	s := in.Stats()
+	in.cfg.Logger.Info("ingest: stopped", "source", in.cfg.Source, "seen", s.Seen, "appended", s.Appended,
+		"dlq", s.DLQ, "canary", s.Canary, "batches", s.Batches, "position", s.Position, "err", fatal)
+	return fatal
+}
+
+// start creates the topics and reads the stored resume position (and the
+// since of a first start). ok is false when the stored position cannot be
+// sent: then start waits, disconnected, until ctx is done, for an operator
+// to reset it (readiness reports the disconnection).
+func (in *Ingester) start(ctx context.Context) (from string, ok bool, err error) {
 	cfg := in.cfg
 	if err := in.log.CreateTopic(ctx, cfg.Topic, cfg.Partitions); err != nil {
-		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
+		return "", false, fmt.Errorf("create topic %s: %w", cfg.Topic, err)
 	}
 	if err := in.log.CreateTopic(ctx, cfg.DLQTopic, 1); err != nil {
-		return fmt.Errorf("create topic %s: %w", cfg.DLQTopic, err)
+		return "", false, fmt.Errorf("create topic %s: %w", cfg.DLQTopic, err)
 	}
 	from, since, err := in.resumePosition(ctx)
 	if err != nil {
-		return err
+		return "", false, err
 	}
 	in.position.Store(&from)
 	if since.IsZero() {
@@ -177,20 +193,24 @@ func (in *Ingester) Run(ctx context.Context) error {
 		"since", since, "topic", cfg.Topic, "dlq", cfg.DLQTopic)
 	if reason := badIDReason([]byte(from), cfg.MaxIDBytes); reason != "" {
 		// Written by an earlier version: sending it fails (or is refused)
-		// at every attempt. Wait, disconnected, for an operator to reset it
-		// (readiness reports the disconnection).
+		// at every attempt.
 		err := fmt.Errorf("stored resume position (%d bytes, %s) is %s: stop the appliance and run `lakehouse reset-position`: %w",
 			len(from), strconv.Quote(from[:min(len(from), 64)]), reason, ErrBadPosition)
 		in.setLastError(err)
 		cfg.Logger.Error("ingest: not connecting", "source", cfg.Source, "err", err)
 		<-ctx.Done()
-		return nil
+		return "", false, nil
 	}
 	in.since = since
+	return from, true, nil
+}
 
-	// The pipeline: stream -> chunker -> workers (validate) -> batcher (in
-	// order) -> appender. Closing each stage's input ends the next stage, so
-	// a cancelled ctx drains every event already received into a last Append.
+// pipeline streams from the source, resuming after from, through the
+// stages: stream -> chunker -> workers (validate) -> batcher (in order) ->
+// appender. Closing each stage's input ends the next stage, so a cancelled
+// ctx drains every event already received into a last Append. It returns
+// the first error that stopped it (nil when ctx ended it).
+func (in *Ingester) pipeline(ctx context.Context, from string) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var fatal error
@@ -199,14 +219,15 @@ func (in *Ingester) Run(ctx context.Context) error {
 		fatalOnce.Do(func() { fatal = err; stop() })
 	}
 
+	workers := in.cfg.Workers
 	events := make(chan received, 4096)
-	ordered := make(chan *chunk, 4*cfg.Workers)
-	work := make(chan *chunk, 4*cfg.Workers)
+	ordered := make(chan *chunk, 4*workers)
+	work := make(chan *chunk, 4*workers)
 	batches := make(chan pending, 1)
 
 	var wg sync.WaitGroup
 	wg.Go(func() { chunkEvents(events, work, ordered) })
-	for range cfg.Workers {
+	for range workers {
 		wg.Go(func() {
 			for c := range work {
 				for i, ev := range c.evs {
@@ -220,24 +241,10 @@ func (in *Ingester) Run(ctx context.Context) error {
 	appendDone := make(chan struct{})
 	go func() {
 		defer close(appendDone)
-		// Appends outlive ctx so the last batch is still stored on shutdown.
-		actx := context.WithoutCancel(ctx)
-		failed := false
-		for b := range batches {
-			if failed {
-				in.buffered.Release(b.weight)
-				continue
-			}
-			if err := in.store(ctx, actx, b); err != nil {
-				failed = true
-				if !errors.Is(err, errStoppedWhilePaused) {
-					fail(err)
-				}
-			}
-		}
+		in.appendAll(ctx, batches, fail)
 	}()
 
-	err = in.stream(runCtx, from, func(ev received) error {
+	err := in.stream(runCtx, from, func(ev received) error {
 		in.seen.Add(1)
 		in.bytes.Add(int64(len(ev.data)))
 		// Released once the event is appended (or skipped).
@@ -258,10 +265,28 @@ func (in *Ingester) Run(ctx context.Context) error {
 	close(events)
 	wg.Wait()
 	<-appendDone
-	s := in.Stats()
-	cfg.Logger.Info("ingest: stopped", "source", cfg.Source, "seen", s.Seen, "appended", s.Appended,
-		"dlq", s.DLQ, "canary", s.Canary, "batches", s.Batches, "position", s.Position, "err", fatal)
 	return fatal
+}
+
+// appendAll stores every batch from batches, in order. Appends outlive ctx
+// so the last batch is still stored on shutdown. After a failure the
+// remaining batches are dropped (their buffer released) and the failure
+// goes to fail, unless the appliance was stopped while storage was paused.
+func (in *Ingester) appendAll(ctx context.Context, batches <-chan pending, fail func(error)) {
+	actx := context.WithoutCancel(ctx)
+	failed := false
+	for b := range batches {
+		if failed {
+			in.buffered.Release(b.weight)
+			continue
+		}
+		if err := in.store(ctx, actx, b); err != nil {
+			failed = true
+			if !errors.Is(err, errStoppedWhilePaused) {
+				fail(err)
+			}
+		}
+	}
 }
 
 // chunk is a run of consecutive events validated by one worker.
