@@ -272,25 +272,14 @@ func (c *Catalog) CommitTable(ctx context.Context, ident icetable.Identifier,
 	if err != nil && !errors.Is(err, icecat.ErrNoSuchTable) {
 		return nil, "", err
 	}
-	var (
-		base    icetable.Metadata
-		curMeta icetable.Metadata
-		curLoc  string
-		version int
-	)
+	base, version, err := commitBase(ident, current)
+	if err != nil {
+		return nil, "", err
+	}
+	var curMeta icetable.Metadata
+	var curLoc string
 	if current != nil {
 		curMeta, curLoc = current.Metadata(), current.MetadataLocation()
-		base = curMeta
-		v := parseMetadataVersion(curLoc)
-		if v < 0 {
-			return nil, "", fmt.Errorf("commit table %s: unparseable metadata location %s", identString(ident), curLoc)
-		}
-		version = v + 1
-	} else {
-		base, err = icetable.NewMetadata(iceberg.NewSchema(0), nil, icetable.UnsortedSortOrder, "", nil)
-		if err != nil {
-			return nil, "", fmt.Errorf("commit table %s: %w", identString(ident), err)
-		}
 	}
 	for _, r := range reqs {
 		if err := r.Validate(curMeta); err != nil {
@@ -312,43 +301,7 @@ func (c *Catalog) CommitTable(ctx context.Context, ident icetable.Identifier,
 	if err != nil {
 		return nil, "", err
 	}
-	if err := c.beforeSwap(); err != nil {
-		c.removeQuietly(ctx, newLoc)
-		return nil, "", fmt.Errorf("commit table %s: %w", identString(ident), err)
-	}
-	if err := fault.Err(FailSwap); err != nil {
-		c.removeQuietly(ctx, newLoc)
-		return nil, "", fmt.Errorf("commit table %s: swap pointer: %w", identString(ident), err)
-	}
-	ns := icecat.NamespaceFromIdent(ident)
-	err = c.update(ctx, func(tx *bolt.Tx) error {
-		e, ok, err := getTable(tx, ident)
-		if err != nil {
-			return err
-		}
-		switch {
-		case current == nil && ok:
-			return fmt.Errorf("%w: %s created concurrently", icetable.ErrCommitFailed, identString(ident))
-		case current == nil:
-			if _, nsOK, err := getNamespace(tx, ns); err != nil {
-				return err
-			} else if !nsOK {
-				return fmt.Errorf("%w: %s", icecat.ErrNoSuchNamespace, identString(ns))
-			}
-		case !ok:
-			return fmt.Errorf("%w: %s", icecat.ErrNoSuchTable, identString(ident))
-		case e.MetadataLocation != curLoc:
-			return fmt.Errorf("%w: %s: metadata location moved underneath us", icetable.ErrCommitFailed, identString(ident))
-		}
-		return putTable(tx, ident, tableEntry{MetadataLocation: newLoc, PreviousMetadataLocation: curLoc})
-	})
-	if err != nil {
-		// Only a definite "not swapped" answer lets us delete the file; a
-		// bbolt I/O error leaves the outcome unknown, so keep it.
-		if errors.Is(err, icetable.ErrCommitFailed) || errors.Is(err, icecat.ErrNoSuchTable) ||
-			errors.Is(err, icecat.ErrNoSuchNamespace) {
-			c.removeQuietly(ctx, newLoc)
-		}
+	if err := c.swap(ctx, ident, current != nil, curLoc, newLoc); err != nil {
 		return nil, "", err
 	}
 	// Keep (and hand back) the built metadata, or every reparseEvery
@@ -363,6 +316,66 @@ func (c *Catalog) CommitTable(ctx context.Context, ident icetable.Identifier,
 	}
 	c.remember(key, newLoc, updated, built)
 	return updated, newLoc, nil
+}
+
+// commitBase is what a commit applies its updates to, and the version of
+// the metadata file it writes: the current table's, or an empty one for a
+// table the commit creates.
+func commitBase(ident icetable.Identifier, current *icetable.Table) (icetable.Metadata, int, error) {
+	if current == nil {
+		base, err := icetable.NewMetadata(iceberg.NewSchema(0), nil, icetable.UnsortedSortOrder, "", nil)
+		if err != nil {
+			return nil, 0, fmt.Errorf("commit table %s: %w", identString(ident), err)
+		}
+		return base, 0, nil
+	}
+	v := parseMetadataVersion(current.MetadataLocation())
+	if v < 0 {
+		return nil, 0, fmt.Errorf("commit table %s: unparseable metadata location %s", identString(ident), current.MetadataLocation())
+	}
+	return current.Metadata(), v + 1, nil
+}
+
+// swap points ident at newLoc in one bbolt transaction if it still points
+// at curLoc (exists false: if it still does not exist, in a namespace that
+// does). The new metadata file is deleted when the answer is a definite
+// "not swapped"; a bbolt I/O error leaves the outcome unknown, so it stays.
+func (c *Catalog) swap(ctx context.Context, ident icetable.Identifier, exists bool, curLoc, newLoc string) error {
+	if err := c.beforeSwap(); err != nil {
+		c.removeQuietly(ctx, newLoc)
+		return fmt.Errorf("commit table %s: %w", identString(ident), err)
+	}
+	if err := fault.Err(FailSwap); err != nil {
+		c.removeQuietly(ctx, newLoc)
+		return fmt.Errorf("commit table %s: swap pointer: %w", identString(ident), err)
+	}
+	ns := icecat.NamespaceFromIdent(ident)
+	err := c.update(ctx, func(tx *bolt.Tx) error {
+		e, ok, err := getTable(tx, ident)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !exists && ok:
+			return fmt.Errorf("%w: %s created concurrently", icetable.ErrCommitFailed, identString(ident))
+		case !exists:
+			if _, nsOK, err := getNamespace(tx, ns); err != nil {
+				return err
+			} else if !nsOK {
+				return fmt.Errorf("%w: %s", icecat.ErrNoSuchNamespace, identString(ns))
+			}
+		case !ok:
+			return fmt.Errorf("%w: %s", icecat.ErrNoSuchTable, identString(ident))
+		case e.MetadataLocation != curLoc:
+			return fmt.Errorf("%w: %s: metadata location moved underneath us", icetable.ErrCommitFailed, identString(ident))
+		}
+		return putTable(tx, ident, tableEntry{MetadataLocation: newLoc, PreviousMetadataLocation: curLoc})
+	})
+	if err != nil && (errors.Is(err, icetable.ErrCommitFailed) || errors.Is(err, icecat.ErrNoSuchTable) ||
+		errors.Is(err, icecat.ErrNoSuchNamespace)) {
+		c.removeQuietly(ctx, newLoc)
+	}
+	return err
 }
 
 // DropTable removes the table entry; files are left in place.
