@@ -179,120 +179,158 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 	if err := freshDir(cfg.DataDir); err != nil {
 		return res, err
 	}
-	out := cfg.Out
 	rng := rand.New(rand.NewSource(cfg.Seed))
-
-	src := replay.New(replay.Config{Seed: cfg.Seed, Rate: cfg.Rate, Restamp: true, ResumeAfter: true})
-	url, err := src.Start("127.0.0.1:0")
+	src, url, err := proveSource(cfg, &res)
 	if err != nil {
-		return res, fmt.Errorf("start replay server: %w", err)
-	}
-	defer src.Close()
-	rec := replay.Generate(cfg.Seed, cfg.Sample)
-	src.Loops(rec, cfg.Loops)
-	if err := src.Resend(0); err != nil {
 		return res, err
 	}
-	src.Violations(cfg.Violations)
-	counts := src.Counts()
-	res.Backlog = counts.OnTime + counts.Resent
-	fmt.Fprintf(out, "prove: seed %d, data %s\n", cfg.Seed, cfg.DataDir)
-	fmt.Fprintf(out, "prove: replay %s: %d loops x %d events, loop 0 resent, %d violations: backlog %s events\n",
-		url, cfg.Loops, cfg.Sample, cfg.Violations, humanize.Count(res.Backlog))
-
+	defer src.Close()
 	args := []string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0",
 		"--partitions", strconv.Itoa(cfg.Partitions),
 		"--trigger", cfg.Trigger.String(), "--sessions-trigger", cfg.Trigger.String(),
 		"--max-offsets-per-trigger", strconv.Itoa(cfg.MaxOffsetsPerTrigger),
 		"--refresh", "0"}
+	fracs := killFractions(cfg, rng)
+	for k := range fracs {
+		if err := proveKill(ctx, cfg, &res, args, k, fracs[k], rng); err != nil {
+			return res, err
+		}
+	}
+	return res, proveFinal(ctx, cfg, &res, src, args)
+}
 
-	// Kill points: increasing random fractions of the backlog.
+// proveSource starts the replay server holding the scenario (the loops,
+// loop 0 resent, the violations) and records the backlog in res.
+func proveSource(cfg ProveConfig, res *ProveResult) (*replay.Server, string, error) {
+	src := replay.New(replay.Config{Seed: cfg.Seed, Rate: cfg.Rate, Restamp: true, ResumeAfter: true})
+	url, err := src.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("start replay server: %w", err)
+	}
+	rec := replay.Generate(cfg.Seed, cfg.Sample)
+	src.Loops(rec, cfg.Loops)
+	if err := src.Resend(0); err != nil {
+		src.Close()
+		return nil, "", err
+	}
+	src.Violations(cfg.Violations)
+	counts := src.Counts()
+	res.Backlog = counts.OnTime + counts.Resent
+	fmt.Fprintf(cfg.Out, "prove: seed %d, data %s\n", cfg.Seed, cfg.DataDir)
+	fmt.Fprintf(cfg.Out, "prove: replay %s: %d loops x %d events, loop 0 resent, %d violations: backlog %s events\n",
+		url, cfg.Loops, cfg.Sample, cfg.Violations, humanize.Count(res.Backlog))
+	return src, url, nil
+}
+
+// killFractions are the kill points: cfg.KillFractions, or increasing
+// random fractions of the backlog, one per kill.
+func killFractions(cfg ProveConfig, rng *rand.Rand) []float64 {
+	if len(cfg.KillFractions) > 0 {
+		return cfg.KillFractions
+	}
 	fracs := make([]float64, cfg.Kills)
 	for i := range fracs {
 		lo := 0.05 + 0.85*float64(i)/float64(cfg.Kills)
 		hi := 0.05 + 0.85*float64(i+1)/float64(cfg.Kills)
 		fracs[i] = lo + rng.Float64()*(hi-lo)
 	}
-	if len(cfg.KillFractions) > 0 {
-		fracs = cfg.KillFractions
-		cfg.Kills = len(fracs)
-	}
-	for k := 0; k < cfg.Kills; k++ {
-		var env []string
-		hook := ""
-		if k == 0 && cfg.CrashAt != "" {
-			hook = cfg.CrashAt
-			skip := cfg.CrashSkip
-			if skip <= 0 {
-				skip = 1 + rng.Intn(3)
-			}
-			env = append(env, fmt.Sprintf("LAKEHOUSE_CRASH_AT=%s:%d", hook, skip))
-		}
-		target := int64(fracs[k] * float64(res.Backlog))
-		// The child kills itself in the batch after the one that brings
-		// bronze to target offsets, at a random moment of it
-		// (KillAtBronzeEnv): a capped batch of a flat-out backlog takes 10
-		// to 20 ms, less than a status poll takes to answer on a loaded
-		// machine. The kill lands up to two batches after the target (the
-		// batch that reaches it, then the one it interrupts or, at the
-		// latest, follows), so a random
-		// target keeps three batches after it; a test's fractions are kept.
-		if last := res.Backlog - 3*int64(cfg.MaxOffsetsPerTrigger); len(cfg.KillFractions) == 0 && target > last && last > 0 {
-			target = last
-		}
-		if hook == "" && target > 0 {
-			env = append(env, fmt.Sprintf("%s=%d", KillAtBronzeEnv, target))
-		}
-		c, err := launch(ctx, cfg, args, env, k)
-		if err != nil {
-			return res, err
-		}
-		if hook != "" {
-			fmt.Fprintf(out, "prove: run %d: waiting for fault hook %s\n", k+1, hook)
-			if err := waitExit(ctx, c, cfg.DrainTimeout); err != nil {
-				return res, err
-			}
-			if !c.sawFault(hook) {
-				return res, fmt.Errorf("%w: fault hook %s did not fire (see %s)", ErrInconclusive, hook, c.log.Name())
-			}
-			res.Hook = hook
-		} else {
-			fmt.Fprintf(out, "prove: run %d: kill when about %s of %s events are in bronze\n", k+1, humanize.Count(target), humanize.Count(res.Backlog))
-			bar := cfg.Progress.Start(progress.Task{Label: fmt.Sprintf("prove: run %d: bronze", k+1), Total: target, Unit: "events"})
-			err := killAt(ctx, c, target, cfg.DrainTimeout, bar)
-			bar.Finish()
-			if err != nil {
-				return res, err
-			}
-		}
-		if !c.killedBySignal() {
-			return res, fmt.Errorf("%w: run %d ended without SIGKILL (%v)", ErrInconclusive, k+1, c.waitErr)
-		}
-		rows, err := bronzeRows(ctx, cfg.DataDir)
-		if err != nil {
-			return res, fmt.Errorf("count bronze after kill %d: %w", k+1, err)
-		}
-		res.KilledAt = append(res.KilledAt, rows)
-		fmt.Fprintf(out, "prove: killed run %d with %s of %s events committed to bronze\n", k+1, humanize.Count(rows), humanize.Count(res.Backlog))
-		if rows == 0 || rows >= res.Backlog {
-			return res, fmt.Errorf("%w: kill %d landed with %d of %d events in bronze (must be strictly between)", ErrInconclusive, k+1, rows, res.Backlog)
-		}
-		if cfg.CheckpointLoss && k == cfg.Kills-1 {
-			dir := filepath.Join(cfg.DataDir, "checkpoints", "bronze")
-			if err := os.RemoveAll(dir); err != nil {
-				return res, err
-			}
-			fmt.Fprintf(out, "prove: deleted the bronze checkpoint %s\n", dir)
-		}
-	}
+	return fracs
+}
 
-	// Final run: late events, drain, stop, verify.
-	c, err := launch(ctx, cfg, args, nil, cfg.Kills)
+// proveKill runs the appliance once (run k) and kills it: at the fault
+// hook cfg.CrashAt in the first run, else when about frac of the backlog
+// is in bronze. A kill that did not land strictly inside the backlog is
+// inconclusive. After the last kill with cfg.CheckpointLoss, it deletes
+// bronze's checkpoint.
+func proveKill(ctx context.Context, cfg ProveConfig, res *ProveResult, args []string, k int, frac float64, rng *rand.Rand) error {
+	out := cfg.Out
+	var env []string
+	hook := ""
+	if k == 0 && cfg.CrashAt != "" {
+		hook = cfg.CrashAt
+		skip := cfg.CrashSkip
+		if skip <= 0 {
+			skip = 1 + rng.Intn(3)
+		}
+		env = append(env, fmt.Sprintf("LAKEHOUSE_CRASH_AT=%s:%d", hook, skip))
+	}
+	target := int64(frac * float64(res.Backlog))
+	// The child kills itself in the batch after the one that brings bronze
+	// to target offsets, at a random moment of it (KillAtBronzeEnv): a
+	// capped batch of a flat-out backlog takes 10 to 20 ms, less than a
+	// status poll takes to answer on a loaded machine. The kill lands up to
+	// two batches after the target (the batch that reaches it, then the one
+	// it interrupts or, at the latest, follows), so a random target keeps
+	// three batches after it; a test's fractions are kept.
+	if last := res.Backlog - 3*int64(cfg.MaxOffsetsPerTrigger); len(cfg.KillFractions) == 0 && target > last && last > 0 {
+		target = last
+	}
+	if hook == "" && target > 0 {
+		env = append(env, fmt.Sprintf("%s=%d", KillAtBronzeEnv, target))
+	}
+	c, err := launch(ctx, cfg, args, env, k)
 	if err != nil {
-		return res, err
+		return err
+	}
+	if hook != "" {
+		fmt.Fprintf(out, "prove: run %d: waiting for fault hook %s\n", k+1, hook)
+		if err := waitExit(ctx, c, cfg.DrainTimeout); err != nil {
+			return err
+		}
+		if !c.sawFault(hook) {
+			return fmt.Errorf("%w: fault hook %s did not fire (see %s)", ErrInconclusive, hook, c.log.Name())
+		}
+		res.Hook = hook
+	} else {
+		fmt.Fprintf(out, "prove: run %d: kill when about %s of %s events are in bronze\n", k+1, humanize.Count(target), humanize.Count(res.Backlog))
+		bar := cfg.Progress.Start(progress.Task{Label: fmt.Sprintf("prove: run %d: bronze", k+1), Total: target, Unit: "events"})
+		err := killAt(ctx, c, target, cfg.DrainTimeout, bar)
+		bar.Finish()
+		if err != nil {
+			return err
+		}
+	}
+	if !c.killedBySignal() {
+		return fmt.Errorf("%w: run %d ended without SIGKILL (%v)", ErrInconclusive, k+1, c.waitErr)
+	}
+	rows, err := bronzeRows(ctx, cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("count bronze after kill %d: %w", k+1, err)
+	}
+	res.KilledAt = append(res.KilledAt, rows)
+	fmt.Fprintf(out, "prove: killed run %d with %s of %s events committed to bronze\n", k+1, humanize.Count(rows), humanize.Count(res.Backlog))
+	if rows == 0 || rows >= res.Backlog {
+		return fmt.Errorf("%w: kill %d landed with %d of %d events in bronze (must be strictly between)", ErrInconclusive, k+1, rows, res.Backlog)
+	}
+	if cfg.CheckpointLoss && k == killCount(cfg)-1 {
+		dir := filepath.Join(cfg.DataDir, "checkpoints", "bronze")
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "prove: deleted the bronze checkpoint %s\n", dir)
+	}
+	return nil
+}
+
+// killCount is the number of kills a run of cfg makes.
+func killCount(cfg ProveConfig) int {
+	if len(cfg.KillFractions) > 0 {
+		return len(cfg.KillFractions)
+	}
+	return cfg.Kills
+}
+
+// proveFinal is the last run: late events, drain, clean stop, then the
+// verifier against what the scenario expects (and, after a checkpoint
+// loss, that the restarted appliance reported it).
+func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *replay.Server, args []string) error {
+	run := killCount(cfg) + 1
+	c, err := launch(ctx, cfg, args, nil, run-1)
+	if err != nil {
+		return err
 	}
 	src.Late(cfg.Late, cfg.LateAge)
-	counts = src.Counts()
+	counts := src.Counts()
 	var lateIDs []string
 	for _, e := range src.Events(0) {
 		if e.Kind == replay.KindLate && e.MetaID != "" {
@@ -305,16 +343,16 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		DLQ:      counts.Violations,
 		LateIDs:  lateIDs,
 	}
-	fmt.Fprintf(out, "prove: run %d: published %d late events; waiting for the pipeline to drain\n", cfg.Kills+1, cfg.Late)
-	bar := cfg.Progress.Start(progress.Task{Label: fmt.Sprintf("prove: run %d: drain", cfg.Kills+1), Total: progress.Unknown})
+	fmt.Fprintf(cfg.Out, "prove: run %d: published %d late events; waiting for the pipeline to drain\n", run, cfg.Late)
+	bar := cfg.Progress.Start(progress.Task{Label: fmt.Sprintf("prove: run %d: drain", run), Total: progress.Unknown})
 	err = waitDrained(ctx, c, res.Expect.Messages, cfg.DrainTimeout, bar)
 	bar.Finish()
 	if err != nil {
 		c.kill()
-		return res, err
+		return err
 	}
 	if err := c.stop(time.Minute); err != nil {
-		return res, err
+		return err
 	}
 	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect, cfg.Progress)
 	if err == nil && cfg.CheckpointLoss {
@@ -329,11 +367,8 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 			err = fmt.Errorf("%w: checkpoint-loss-reported", ErrFailed)
 		}
 	}
-	fmt.Fprintln(out, "prove: "+res.Summary())
-	if err != nil {
-		return res, err
-	}
-	return res, nil
+	fmt.Fprintln(cfg.Out, "prove: "+res.Summary())
+	return err
 }
 
 func launch(ctx context.Context, cfg ProveConfig, args, env []string, run int) (*child, error) {
