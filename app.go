@@ -57,6 +57,7 @@ type pipelineFlags struct {
 	opsRetention   time.Duration
 	maxSnapshots   int
 	keepSnapshots  int
+	martsMemory    string // DuckDB memory_limit of the marts' jobs
 	// maintainEvery and compactEvery override the marts' maintenance
 	// intervals (tests; zero: the defaults).
 	maintainEvery, compactEvery time.Duration
@@ -116,6 +117,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.diskReserve, "disk-reserve", defaultDiskReserve, "bytes kept free on the data directory's file system: below this, ingest stops storing (and reading) new events, so the queries can still drain what is stored; it resumes by itself once space is freed (0: no reserve)")
 	fs.IntVar(&f.maxSnapshots, "max-snapshots", marts.DefaultMaxSnapshots, "a table holding more snapshots than this is expired down to --keep-snapshots (never past what a downstream query has not read)")
 	fs.IntVar(&f.keepSnapshots, "keep-snapshots", marts.DefaultKeepSnapshots, "snapshots each table keeps after expiry")
+	fs.StringVar(&f.martsMemory, "marts-memory", marts.DefaultDuckMemoryLimit, "DuckDB memory_limit of a marts refresh or check run (e.g. 64MB, 1GB); past it DuckDB spills to <data>/tmp/duckdb")
 }
 
 // logger builds the appliance's logger: JSON lines when --log-format is

@@ -52,16 +52,17 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 		refresh = -1 // marts and checks off; compaction and expiry still run
 	}
 	m := marts.New(p.lake, p.db, marts.Config{
-		RefreshEvery:  refresh,
-		MaintainEvery: p.flags.maintainEvery,
-		OpsRetention:  p.flags.opsRetention,
-		CompactEvery:  p.flags.compactEvery,
-		MaxSnapshots:  p.flags.maxSnapshots,
-		KeepSnapshots: p.flags.keepSnapshots,
-		Protect:       p.protect,
-		DuckTempDir:   filepath.Join(p.flags.data, "tmp", "duckdb"),
-		Logger:        p.log,
-		OnRun:         p.release.afterJob,
+		RefreshEvery:    refresh,
+		MaintainEvery:   p.flags.maintainEvery,
+		OpsRetention:    p.flags.opsRetention,
+		CompactEvery:    p.flags.compactEvery,
+		MaxSnapshots:    p.flags.maxSnapshots,
+		KeepSnapshots:   p.flags.keepSnapshots,
+		Protect:         p.protect,
+		DuckTempDir:     filepath.Join(p.flags.data, "tmp", "duckdb"),
+		DuckMemoryLimit: p.flags.martsMemory,
+		Logger:          p.log,
+		OnRun:           p.release.afterJob,
 	})
 	p.mu.Lock()
 	p.marts = m

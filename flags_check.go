@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"regexp"
 	"time"
 )
 
@@ -13,6 +14,9 @@ import (
 // partitions than cores buy nothing on one machine: 20,000 spun two cores
 // with no data and grew to 1 GB in 40 s. Kafka is the way past one machine.
 const maxPartitions = 256
+
+// duckMemory is a DuckDB memory_limit: a number and a unit.
+var duckMemory = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$`)
 
 // flagErrors collects the settings a command refuses, each naming its flag.
 type flagErrors []error
@@ -100,6 +104,9 @@ func (f *pipelineFlags) check(withSource bool) error {
 	}
 	if f.maxSnapshots < 1 {
 		e.add("max-snapshots", "%d: want at least 1", f.maxSnapshots)
+	}
+	if f.martsMemory != "" && !duckMemory.MatchString(f.martsMemory) {
+		e.add("marts-memory", "%q: want a size such as 64MB or 1GB", f.martsMemory)
 	}
 	if f.keepSnapshots < 1 || f.keepSnapshots > f.maxSnapshots {
 		e.add("keep-snapshots", "%d: want 1 to --max-snapshots (%d)", f.keepSnapshots, f.maxSnapshots)

@@ -44,6 +44,7 @@ func TestBadFlagsRefusedBeforeDataDir(t *testing.T) {
 		{"run", []string{"--ops-retention", "-1h"}, "--ops-retention"},
 		{"run", []string{"--max-snapshots", "0"}, "--max-snapshots"},
 		{"run", []string{"--keep-snapshots", "30"}, "--keep-snapshots"}, // above --max-snapshots 25
+		{"run", []string{"--marts-memory", "lots"}, "--marts-memory"},
 		{"run", []string{"--source", ""}, "--source"},
 		{"run", []string{"--source", "not-a-url"}, "--source"},
 		{"run", []string{"--source", "ftp://example.org/stream"}, "--source"},

@@ -70,7 +70,10 @@ func (m *Marts) runChecks(ctx context.Context, d *duck) ([]Check, error) {
 // checkSilverUnique: every silver event id appears once.
 func (m *Marts) checkSilverUnique(ctx context.Context, d *duck) (Check, error) {
 	var rows, distinct int64
-	err := d.db.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT event_id) FROM silver.edits`).Scan(&rows, &distinct)
+	// Grouping per id rather than count(DISTINCT): DuckDB spills a
+	// grouping past its memory limit, a DISTINCT set stays in memory.
+	err := d.db.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0)::BIGINT, count(event_id)
+		FROM (SELECT event_id, count(*) AS n FROM silver.edits GROUP BY event_id)`).Scan(&rows, &distinct)
 	if err != nil {
 		return Check{}, fmt.Errorf("count silver ids: %w", err)
 	}

@@ -84,8 +84,12 @@ func minMax(stats map[int]offsetStat) int64 {
 }
 
 func queryOffsetStats(ctx context.Context, d *duck, where string) (map[int]offsetStat, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT broker_partition, count(*), count(DISTINCT broker_offset), min(broker_offset), max(broker_offset)
-		FROM bronze.recentchange WHERE `+where+` GROUP BY broker_partition ORDER BY broker_partition`)
+	// Distinct offsets by grouping per offset first: DuckDB spills a
+	// grouping past its memory limit, a count(DISTINCT) keeps each
+	// partition's set in memory (a full count reads every offset of bronze).
+	rows, err := d.db.QueryContext(ctx, `SELECT broker_partition, sum(n)::BIGINT, count(*), min(broker_offset), max(broker_offset)
+		FROM (SELECT broker_partition, broker_offset, count(*) AS n FROM bronze.recentchange WHERE `+where+` GROUP BY 1, 2)
+		GROUP BY broker_partition ORDER BY broker_partition`)
 	if err != nil {
 		return nil, fmt.Errorf("count bronze offsets: %w", err)
 	}

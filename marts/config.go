@@ -53,11 +53,18 @@ const (
 	// DefaultTopic is the broker topic bronze is filled from.
 	DefaultTopic = "recentchange"
 	// DefaultDuckMemoryLimit bounds the DuckDB memory of a refresh or a
-	// check run (its buffer manager: scans, hash aggregates, sorts). The
-	// marts and checks read all of silver and bronze's offsets, so without
-	// a bound their memory would grow with the lake; past the bound DuckDB
-	// spills to DuckTempDir.
-	DefaultDuckMemoryLimit = "256MB"
+	// check run (its buffer manager: scans, groupings, sorts); past it
+	// DuckDB spills to DuckTempDir. A refresh reads a whole UTC day of silver
+	// (about 1.7 million edits late in a day of the real stream), so the
+	// marts' SQL groups rather than counting DISTINCT (which keeps its sets
+	// in memory and fails past the limit: TestRefreshSpillsUnderMemoryLimit).
+	// Measured with one thread on this machine (2026-12-03), a refresh's
+	// anonymous memory above the process's resting size: 300,000 edits of
+	// a day +65 MiB at 64MB against +90 at 256MB; 2,000,000 edits +95 to
+	// +135 MiB at 64MB (about 10 s), and the SQL before the change +138 to
+	// +208 at 256MB. The memory DuckDB allocates outside its buffer manager
+	// comes on top of the limit.
+	DefaultDuckMemoryLimit = "64MB"
 	// DefaultDuckThreads is DuckDB's threads for a refresh or a check run.
 	// One thread holds less memory at once than one per core (on the
 	// soak's refresh of 80,000 silver rows, a peak 23 MiB above the

@@ -4,33 +4,56 @@
 -- clock, so a replayed or paused stream still has hot pages; a window covers
 -- event_time in (window_start, as_of]. silver.edits_recent is the silver
 -- files that reach into the last day before the newest edit (scope.go).
+--
+-- Memory: a day of the real stream has hundreds of thousands of pages.
+-- Editors are counted by grouping per (page, editor) first, not with
+-- count(DISTINCT), which holds a set per page in memory, and each window's
+-- top pages come from ORDER BY ... LIMIT (a heap of top_n rows) instead of
+-- ranking every page; DuckDB's groupings spill to disk past its memory
+-- limit (TestRefreshSpillsUnderMemoryLimit).
 WITH ref AS (
     SELECT max(event_time) AS as_of FROM silver.edits_recent
 ),
 windows AS (
     SELECT * FROM (VALUES ('last_hour', INTERVAL 1 HOUR), ('last_day', INTERVAL 1 DAY)) AS w(time_window, span)
 ),
-per_page AS (
+per_editor AS (
     SELECT
         w.time_window,
-        r.as_of - w.span                 AS window_start,
-        r.as_of,
         e.wiki,
         e.title,
-        count(*)::BIGINT                 AS edits,
-        count(DISTINCT e."user")::BIGINT AS editors,
-        max(e.event_time)                AS last_edit
+        e."user",
+        count(*)          AS edits,
+        max(e.event_time) AS last_edit
     FROM silver.edits_recent e, ref r, windows w
     WHERE e.event_time > r.as_of - w.span AND e.event_time <= r.as_of
-    GROUP BY 1, 2, 3, 4, 5
+    GROUP BY 1, 2, 3, 4
 ),
-ranked AS (
-    SELECT *,
-        row_number() OVER (PARTITION BY time_window
-                           ORDER BY edits DESC, editors DESC, wiki, title) AS rank
-    FROM per_page
+per_page AS (
+    SELECT
+        time_window,
+        wiki,
+        title,
+        sum(edits)::BIGINT     AS edits,
+        count("user")::BIGINT  AS editors,
+        max(last_edit)         AS last_edit
+    FROM per_editor
+    GROUP BY 1, 2, 3
+),
+top AS (
+    (SELECT * FROM per_page WHERE time_window = 'last_hour'
+     ORDER BY edits DESC, editors DESC, wiki, title LIMIT getvariable('top_n'))
+    UNION ALL
+    (SELECT * FROM per_page WHERE time_window = 'last_day'
+     ORDER BY edits DESC, editors DESC, wiki, title LIMIT getvariable('top_n'))
 )
-SELECT time_window, rank::INTEGER AS rank, wiki, title, edits, editors, last_edit, window_start, as_of
-FROM ranked
-WHERE rank <= getvariable('top_n')
-ORDER BY time_window, rank
+SELECT
+    t.time_window,
+    row_number() OVER (PARTITION BY t.time_window
+                       ORDER BY t.edits DESC, t.editors DESC, t.wiki, t.title)::INTEGER AS rank,
+    t.wiki, t.title, t.edits, t.editors, t.last_edit,
+    r.as_of - w.span AS window_start,
+    r.as_of
+FROM top t
+JOIN windows w ON w.time_window = t.time_window, ref r
+ORDER BY t.time_window, rank
