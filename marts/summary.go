@@ -86,69 +86,76 @@ func highlights(ctx context.Context, d *duck) (Highlights, error) {
 		edits, newPages, 100*float64(bots)/float64(edits), wikis, hours, unit,
 		first.Time.UTC().Format("2006-01-02 15:04"), last.Time.UTC().Add(59*60e9).Format("2006-01-02 15:04"))
 
-	list := func(title, q string, scan func(*sql.Rows) (string, error)) error {
-		rows, err := d.db.QueryContext(ctx, q)
+	for _, l := range highlightLists {
+		items, err := queryItems(ctx, d, l.query, l.scan)
 		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		var items []string
-		for rows.Next() {
-			s, err := scan(rows)
-			if err != nil {
-				return err
-			}
-			items = append(items, s)
-		}
-		if err := rows.Err(); err != nil {
-			return err
+			return h, err
 		}
 		if len(items) > 0 {
-			h.Lists = append(h.Lists, HighlightList{Title: title, Items: items})
+			h.Lists = append(h.Lists, HighlightList{Title: l.title, Items: items})
 		}
-		return nil
 	}
-	err = list("busiest wikis", `SELECT wiki, sum(edits) AS n FROM gold.wiki_activity_hourly GROUP BY wiki ORDER BY n DESC, wiki LIMIT 5`,
+	return h, nil
+}
+
+// highlightLists are the short lists under the headline: a query of the
+// gold marts and how one row reads.
+var highlightLists = []struct {
+	title, query string
+	scan         func(*sql.Rows) (string, error)
+}{
+	{"busiest wikis", `SELECT wiki, sum(edits) AS n FROM gold.wiki_activity_hourly GROUP BY wiki ORDER BY n DESC, wiki LIMIT 5`,
 		func(r *sql.Rows) (string, error) {
 			var wiki string
 			var n int64
 			err := r.Scan(&wiki, &n)
 			return fmt.Sprintf("%s %d", wiki, n), err
-		})
-	if err == nil {
-		err = list("top editors of the newest day", `SELECT wiki, "user", bot, edits FROM gold.top_editors_daily
+		}},
+	{"top editors of the newest day", `SELECT wiki, "user", bot, edits FROM gold.top_editors_daily
 			WHERE day = (SELECT max(day) FROM gold.top_editors_daily) ORDER BY edits DESC, bytes_changed DESC, wiki, "user" LIMIT 5`,
-			func(r *sql.Rows) (string, error) {
-				var wiki, user string
-				var bot bool
-				var n int64
-				err := r.Scan(&wiki, &user, &bot, &n)
-				if bot {
-					user += " (bot)"
-				}
-				return fmt.Sprintf("%s on %s %d", user, wiki, n), err
-			})
-	}
-	if err == nil {
-		err = list("hot pages, last hour", `SELECT wiki, title, edits, editors FROM gold.hot_pages WHERE time_window = 'last_hour' ORDER BY rank LIMIT 5`,
-			func(r *sql.Rows) (string, error) {
-				var wiki, title string
-				var n, e int64
-				err := r.Scan(&wiki, &title, &n, &e)
-				return fmt.Sprintf("%s:%s %d edits/%d editors", wiki, title, n, e), err
-			})
-	}
-	if err == nil {
-		err = list("sessions of the newest day", `SELECT day, sessions, median_session_s, p95_session_s, edits_per_session, bot_sessions
+		func(r *sql.Rows) (string, error) {
+			var wiki, user string
+			var bot bool
+			var n int64
+			err := r.Scan(&wiki, &user, &bot, &n)
+			if bot {
+				user += " (bot)"
+			}
+			return fmt.Sprintf("%s on %s %d", user, wiki, n), err
+		}},
+	{"hot pages, last hour", `SELECT wiki, title, edits, editors FROM gold.hot_pages WHERE time_window = 'last_hour' ORDER BY rank LIMIT 5`,
+		func(r *sql.Rows) (string, error) {
+			var wiki, title string
+			var n, e int64
+			err := r.Scan(&wiki, &title, &n, &e)
+			return fmt.Sprintf("%s:%s %d edits/%d editors", wiki, title, n, e), err
+		}},
+	{"sessions of the newest day", `SELECT day, sessions, median_session_s, p95_session_s, edits_per_session, bot_sessions
 			FROM gold.editor_sessions_daily ORDER BY day DESC LIMIT 1`,
-			func(r *sql.Rows) (string, error) {
-				var day sql.NullTime
-				var n, botN int64
-				var med, p95, per float64
-				err := r.Scan(&day, &n, &med, &p95, &per, &botN)
-				return fmt.Sprintf("%s %d sessions (%d bot), median %.0fs, p95 %.0fs, %.1f edits/session",
-					day.Time.UTC().Format("2006-01-02"), n, botN, med, p95, per), err
-			})
+		func(r *sql.Rows) (string, error) {
+			var day sql.NullTime
+			var n, botN int64
+			var med, p95, per float64
+			err := r.Scan(&day, &n, &med, &p95, &per, &botN)
+			return fmt.Sprintf("%s %d sessions (%d bot), median %.0fs, p95 %.0fs, %.1f edits/session",
+				day.Time.UTC().Format("2006-01-02"), n, botN, med, p95, per), err
+		}},
+}
+
+// queryItems runs q and renders each row with scan.
+func queryItems(ctx context.Context, d *duck, q string, scan func(*sql.Rows) (string, error)) ([]string, error) {
+	rows, err := d.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
 	}
-	return h, err
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		s, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, s)
+	}
+	return items, rows.Err()
 }
