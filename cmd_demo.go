@@ -64,19 +64,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	src, url, err := replay.Demo("127.0.0.1:0", 1, *events, *loops, *rate, *span)
+	src, err := startDemoSource(&f, stdout, *events, *loops, *rate, *span)
 	if err != nil {
-		return fmt.Errorf("start replay server: %w", err)
+		return err
 	}
 	defer src.Close()
 	counts := src.Counts()
-	f.source = url
-	fmt.Fprintf(stdout, "demo: replaying %d events (%d loops of %d, plus %d contract violations and %d canaries) from %s\n",
-		counts.Events, counts.Loops, *events, counts.Violations, counts.Canaries, url)
-	if *span > 0 {
-		fmt.Fprintf(stdout, "demo: event times spread over the last %s, in order, the newest now: none late; sessions that ended before the last %s (gap + watermark) close\n",
-			*span, f.sessionGap+f.watermark)
-	}
 
 	p, err := openPipeline(ctx, f, log)
 	if err != nil {
@@ -110,13 +103,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := p.demoSummary(ctx, stdout); err != nil {
 		fmt.Fprintf(stdout, "demo: summary failed: %v\n", err)
 	}
-	abs, _ := filepath.Abs(f.data)
-	fmt.Fprintf(stdout, `
-demo: the lake is in %s
-  look at it:   go run . topics --data %[1]s
-                go run . verify --data %[1]s
-                go run . query --data %[1]s "SELECT wiki, count(*) AS edits FROM silver.edits GROUP BY wiki ORDER BY edits DESC LIMIT 5"
-`, abs)
+	printDemoLake(stdout, f.data)
 	if *follow {
 		fmt.Fprintln(stdout, "demo: following; Ctrl-C stops")
 		if err := <-errc; err != nil {
@@ -129,6 +116,35 @@ demo: the lake is in %s
 		return err
 	}
 	return nil
+}
+
+// startDemoSource starts the demo's replay server (f.source becomes its
+// address) and says what it plays.
+func startDemoSource(f *pipelineFlags, stdout io.Writer, events, loops int, rate float64, span time.Duration) (*replay.Server, error) {
+	src, url, err := replay.Demo("127.0.0.1:0", 1, events, loops, rate, span)
+	if err != nil {
+		return nil, fmt.Errorf("start replay server: %w", err)
+	}
+	counts := src.Counts()
+	f.source = url
+	fmt.Fprintf(stdout, "demo: replaying %d events (%d loops of %d, plus %d contract violations and %d canaries) from %s\n",
+		counts.Events, counts.Loops, events, counts.Violations, counts.Canaries, url)
+	if span > 0 {
+		fmt.Fprintf(stdout, "demo: event times spread over the last %s, in order, the newest now: none late; sessions that ended before the last %s (gap + watermark) close\n",
+			span, f.sessionGap+f.watermark)
+	}
+	return src, nil
+}
+
+// printDemoLake says where the demo's lake is and how to look at it.
+func printDemoLake(stdout io.Writer, data string) {
+	abs, _ := filepath.Abs(data)
+	fmt.Fprintf(stdout, `
+demo: the lake is in %s
+  look at it:   go run . topics --data %[1]s
+                go run . verify --data %[1]s
+                go run . query --data %[1]s "SELECT wiki, count(*) AS edits FROM silver.edits GROUP BY wiki ORDER BY edits DESC LIMIT 5"
+`, abs)
 }
 
 // checkDemoFlags refuses demo settings that cannot work (the demo makes
