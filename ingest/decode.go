@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"lakehouse/internal/jsonlex"
 	"strconv"
-	"unicode/utf8"
+	"unsafe"
 )
 
 // decodeJSON decodes exactly one JSON value into the generic form the schema
@@ -33,12 +34,12 @@ func decodeJSON(raw []byte) (any, error) {
 // lone surrogate escape), which the decoded value cannot show: encoding/json
 // keeps the last of two equal keys and replaces bad text with U+FFFD.
 func decodeInto(raw []byte, s *docScratch) (any, flaw, error) {
-	p := fastParser{b: raw, s: s, flaw: flaw{pending: noFlaw}}
-	p.ws()
+	p := fastParser{Lexer: jsonlex.Lexer{B: raw}, s: s, flaw: flaw{pending: noFlaw}}
+	p.Space()
 	v, ok := p.value(0)
 	if ok {
-		p.ws()
-		if p.i == len(p.b) {
+		p.Space()
+		if p.I == len(p.B) {
 			return v, p.flaw, nil
 		}
 	}
@@ -70,8 +71,7 @@ func decodeJSONStd(raw []byte) (any, error) {
 const maxDepth = 10000
 
 type fastParser struct {
-	b    []byte
-	i    int
+	jsonlex.Lexer
 	s    *docScratch // nil: allocate every map and slice
 	flaw flaw        // the first flaw found
 }
@@ -139,140 +139,112 @@ func (p *fastParser) within(depth int, key string) {
 	}
 }
 
-// next consumes what follows an element of an object or array: a comma
-// (end false) or the closing byte (end true); ok is false for anything else.
-func (p *fastParser) next(closing byte) (end, ok bool) {
-	p.ws()
-	if p.i >= len(p.b) {
-		return false, false
-	}
-	switch p.b[p.i] {
-	case ',':
-		p.i++
-		return false, true
-	case closing:
-		p.i++
-		return true, true
-	}
-	return false, false
-}
-
-func (p *fastParser) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
 func (p *fastParser) value(depth int) (any, bool) {
-	if p.i >= len(p.b) {
+	if p.I >= len(p.B) {
 		return nil, false
 	}
-	switch c := p.b[p.i]; {
+	switch c := p.B[p.I]; {
 	case (c == '{' || c == '[') && depth >= maxDepth:
 		return nil, false
 	case c == '{':
-		p.i++
-		var m map[string]any
-		if p.s != nil {
-			m = p.s.newMap()
-		} else {
-			m = make(map[string]any, 8)
-		}
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == '}' {
-			p.i++
-			return m, true
-		}
-		for {
-			p.ws()
-			at := p.i
-			k, ok := p.str(depth)
-			if !ok {
-				return nil, false
-			}
-			if p.flaw.pending == depth && p.flaw.path == nil && p.flaw.offset >= at {
-				p.flaw.inKey = true // the bad text is this key: the flaw is at the object
-			}
-			p.ws()
-			if p.i >= len(p.b) || p.b[p.i] != ':' {
-				return nil, false
-			}
-			p.i++
-			p.ws()
-			v, ok := p.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
-			p.within(depth, k)
-			n := len(m)
-			m[k] = v
-			if len(m) == n && p.flaw.kind == flawNone {
-				p.found(flawDuplicate, at, depth)
-				p.flaw.path = append(p.flaw.path, k)
-			}
-			if end, ok := p.next('}'); !ok {
-				return nil, false
-			} else if end {
-				return m, true
-			}
-		}
+		return p.object(depth)
 	case c == '[':
-		p.i++
-		slot, a := -1, []any(nil)
-		if p.s != nil {
-			slot, a = p.s.newArr()
-		} else {
-			a = make([]any, 0, 4)
-		}
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == ']' {
-			p.i++
-			return a, true
-		}
-		for {
-			p.ws()
-			v, ok := p.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
-			if p.flaw.pending == depth+1 {
-				p.within(depth, strconv.Itoa(len(a)))
-			}
-			a = append(a, v)
-			if end, ok := p.next(']'); !ok {
-				return nil, false
-			} else if end {
-				if p.s != nil {
-					p.s.keepArr(slot, a)
-				}
-				return a, true
-			}
-		}
+		return p.array(depth)
 	case c == '"':
 		return p.str(depth)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	case c == 't':
-		return true, p.lit("true")
+		return true, p.Lit("true")
 	case c == 'f':
-		return false, p.lit("false")
+		return false, p.Lit("false")
 	case c == 'n':
-		return nil, p.lit("null")
+		return nil, p.Lit("null")
 	}
 	return nil, false
 }
 
-func (p *fastParser) lit(s string) bool {
-	if len(p.b)-p.i >= len(s) && string(p.b[p.i:p.i+len(s)]) == s {
-		p.i += len(s)
-		return true
+// object parses the object at I (its '{'), a value at depth, recording a
+// key given twice as the text's flaw.
+func (p *fastParser) object(depth int) (any, bool) {
+	p.I++
+	var m map[string]any
+	if p.s != nil {
+		m = p.s.newMap()
+	} else {
+		m = make(map[string]any, 8)
 	}
-	return false
+	p.Space()
+	if p.I < len(p.B) && p.B[p.I] == '}' {
+		p.I++
+		return m, true
+	}
+	for {
+		p.Space()
+		at := p.I
+		k, ok := p.str(depth)
+		if !ok {
+			return nil, false
+		}
+		if p.flaw.pending == depth && p.flaw.path == nil && p.flaw.offset >= at {
+			p.flaw.inKey = true // the bad text is this key: the flaw is at the object
+		}
+		if !p.Byte(':') {
+			return nil, false
+		}
+		p.Space()
+		v, ok := p.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		p.within(depth, k)
+		n := len(m)
+		m[k] = v
+		if len(m) == n && p.flaw.kind == flawNone {
+			p.found(flawDuplicate, at, depth)
+			p.flaw.path = append(p.flaw.path, k)
+		}
+		if end, ok := p.Next('}'); !ok {
+			return nil, false
+		} else if end {
+			return m, true
+		}
+	}
+}
+
+// array parses the array at I (its '['), a value at depth.
+func (p *fastParser) array(depth int) (any, bool) {
+	p.I++
+	slot, a := -1, []any(nil)
+	if p.s != nil {
+		slot, a = p.s.newArr()
+	} else {
+		a = make([]any, 0, 4)
+	}
+	p.Space()
+	if p.I < len(p.B) && p.B[p.I] == ']' {
+		p.I++
+		return a, true
+	}
+	for {
+		p.Space()
+		v, ok := p.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		if p.flaw.pending == depth+1 {
+			p.within(depth, strconv.Itoa(len(a)))
+		}
+		a = append(a, v)
+		if end, ok := p.Next(']'); !ok {
+			return nil, false
+		} else if end {
+			if p.s != nil {
+				p.s.keepArr(slot, a)
+			}
+			return a, true
+		}
+	}
 }
 
 // str parses a string, a value at depth or a key of the object at depth.
@@ -281,98 +253,51 @@ func (p *fastParser) lit(s string) bool {
 // scratch's arena when there is one. Invalid UTF-8 and lone surrogate
 // escapes are recorded as flaws.
 func (p *fastParser) str(depth int) (string, bool) {
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
+	start := p.I
+	body, escaped, bad, ok := p.String()
+	if !ok {
 		return "", false
 	}
-	start := p.i
-	p.i++
-	plain := true
-	for p.i < len(p.b) {
-		p.i = skipPlain(p.b, p.i)
-		if p.i >= len(p.b) {
-			break
-		}
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			if plain {
-				return unsafeString(p.b[start+1 : p.i-1]), true
-			}
-			body := p.b[start+1 : p.i-1]
-			// With a scratch, unquote into its arena when the worst case fits.
-			var dst []byte
-			arena := p.s != nil && cap(p.s.text)-len(p.s.text) >= 3*len(body)
-			if arena {
-				dst = p.s.text[len(p.s.text):]
-			}
-			out, lone, ok := unquote(dst, body)
-			if !ok {
-				return "", false
-			}
-			if lone >= 0 {
-				p.found(flawSurrogate, start+1+lone, depth)
-			}
-			if arena {
-				p.s.text = p.s.text[:len(p.s.text)+len(out)]
-			}
-			return unsafeString(out), true
-		case c == '\\':
-			plain = false
-			p.i += 2
-			continue
-		case c < 0x20:
-			return "", false
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRune(p.b[p.i:])
-			if r == utf8.RuneError && size == 1 {
-				plain = false // encoding/json replaces it with U+FFFD
-				p.found(flawBadUTF8, p.i, depth)
-			}
-			p.i += size
-			continue
-		}
-		p.i++
+	if bad >= 0 {
+		p.found(flawBadUTF8, start+1+bad, depth) // encoding/json replaces it with U+FFFD
 	}
-	return "", false
+	if !escaped && bad < 0 {
+		return unsafeString(body), true
+	}
+	// With a scratch, unquote into its arena when the worst case fits.
+	var dst []byte
+	arena := p.s != nil && cap(p.s.text)-len(p.s.text) >= 3*len(body)
+	if arena {
+		dst = p.s.text[len(p.s.text):]
+	}
+	out, lone, ok := jsonlex.Unquote(dst, body)
+	if !ok {
+		return "", false
+	}
+	if lone >= 0 {
+		p.found(flawSurrogate, start+1+lone, depth)
+	}
+	if arena {
+		p.s.text = p.s.text[:len(p.s.text)+len(out)]
+	}
+	return unsafeString(out), true
 }
 
-// number checks JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// number parses a number (JSON's grammar) as encoding/json's UseNumber
+// does: its text.
 func (p *fastParser) number() (any, bool) {
-	start := p.i
-	digits := func() int {
-		n := 0
-		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-			p.i++
-			n++
-		}
-		return n
-	}
-	if p.b[p.i] == '-' {
-		p.i++
-	}
-	if p.i >= len(p.b) {
+	start := p.I
+	if !p.Number() {
 		return nil, false
 	}
-	if p.b[p.i] == '0' {
-		p.i++
-	} else if digits() == 0 {
-		return nil, false
+	return json.Number(unsafeString(p.B[start:p.I])), true
+}
+
+// unsafeString is b as a string without a copy; b must not change while
+// the string is in use.
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
 	}
-	if p.i < len(p.b) && p.b[p.i] == '.' {
-		p.i++
-		if digits() == 0 {
-			return nil, false
-		}
-	}
-	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
-		p.i++
-		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
-			p.i++
-		}
-		if digits() == 0 {
-			return nil, false
-		}
-	}
-	return json.Number(unsafeString(p.b[start:p.i])), true
+	return unsafe.String(&b[0], len(b))
 }

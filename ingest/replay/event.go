@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha1"
 	"encoding/binary"
+	"lakehouse/internal/jsonlex"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -178,142 +179,112 @@ func LoopID(seed int64, loop int, id string) string {
 // in a JSON object without decoding it. Malformed input yields what was
 // found before the error.
 func locateFields(b []byte) []span {
-	p := &locator{b: b}
+	p := &locator{Lexer: jsonlex.Lexer{B: b}}
 	p.value(0, "")
 	return p.spans
 }
 
 type locator struct {
-	b     []byte
-	i     int
+	jsonlex.Lexer
 	spans []span
 	bad   bool
-}
-
-func (p *locator) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
 }
 
 // value parses one value at depth with the given key path ("" at the root,
 // "meta" for meta's members) and records wanted fields.
 func (p *locator) value(depth int, parent string) {
-	p.ws()
-	if p.i >= len(p.b) {
+	p.Space()
+	if p.I >= len(p.B) {
 		p.bad = true
 		return
 	}
-	switch p.b[p.i] {
+	switch p.B[p.I] {
 	case '{':
-		p.i++
-		for !p.bad {
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == '}' {
-				p.i++
-				return
-			}
-			ks := p.i
-			p.str()
-			if p.bad {
-				return
-			}
-			key := string(p.b[ks+1 : p.i-1])
-			p.ws()
-			if p.i >= len(p.b) || p.b[p.i] != ':' {
-				p.bad = true
-				return
-			}
-			p.i++
-			p.ws()
-			vs := p.i
-			child := ""
-			if depth == 0 {
-				child = key
-			}
-			p.value(depth+1, child)
-			if p.bad {
-				return
-			}
-			var f byte
-			switch {
-			case depth == 0 && key == "timestamp":
-				f = fieldTS
-			case depth == 0 && key == "type":
-				f = fieldType
-			case depth == 1 && parent == "meta" && key == "id":
-				f = fieldID
-			case depth == 1 && parent == "meta" && key == "dt":
-				f = fieldDT
-			}
-			if f != 0 {
-				p.spans = append(p.spans, span{start: vs, end: p.i, field: f})
-			}
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.b) && p.b[p.i] == '}' {
-				p.i++
-				return
-			}
-			p.bad = true
-		}
+		p.object(depth, parent)
 	case '[':
-		p.i++
-		for !p.bad {
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == ']' {
-				p.i++
-				return
-			}
-			p.value(depth+1, "")
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.b) && p.b[p.i] == ']' {
-				p.i++
-				return
-			}
+		p.array(depth)
+	case '"':
+		if _, _, _, ok := p.String(); !ok {
 			p.bad = true
 		}
-	case '"':
-		p.str()
 	default:
-		for p.i < len(p.b) {
-			switch p.b[p.i] {
+		for p.I < len(p.B) {
+			switch p.B[p.I] {
 			case ',', '}', ']', ' ', '\t', '\n', '\r':
 				return
 			}
-			p.i++
+			p.I++
 		}
 	}
 }
 
-func (p *locator) str() {
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		p.bad = true
-		return
-	}
-	p.i++
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case '\\':
-			p.i += 2
-			continue
-		case '"':
-			p.i++
+// object parses the object at I, recording the wanted fields among its
+// members.
+func (p *locator) object(depth int, parent string) {
+	p.I++
+	for !p.bad {
+		p.Space()
+		if p.I < len(p.B) && p.B[p.I] == '}' {
+			p.I++
 			return
 		}
-		p.i++
+		body, _, _, ok := p.String()
+		if !ok || !p.Byte(':') {
+			p.bad = true
+			return
+		}
+		key := string(body)
+		p.Space()
+		vs := p.I
+		child := ""
+		if depth == 0 {
+			child = key
+		}
+		p.value(depth+1, child)
+		if p.bad {
+			return
+		}
+		if f := wanted(depth, parent, key); f != 0 {
+			p.spans = append(p.spans, span{start: vs, end: p.I, field: f})
+		}
+		if end, ok := p.Next('}'); !ok || end {
+			p.bad = !ok
+			return
+		}
 	}
-	p.bad = true
+}
+
+// wanted is the field a member is, or 0.
+func wanted(depth int, parent, key string) byte {
+	switch {
+	case depth == 0 && key == "timestamp":
+		return fieldTS
+	case depth == 0 && key == "type":
+		return fieldType
+	case depth == 1 && parent == "meta" && key == "id":
+		return fieldID
+	case depth == 1 && parent == "meta" && key == "dt":
+		return fieldDT
+	}
+	return 0
+}
+
+// array parses the array at I.
+func (p *locator) array(depth int) {
+	p.I++
+	for !p.bad {
+		p.Space()
+		if p.I < len(p.B) && p.B[p.I] == ']' {
+			p.I++
+			return
+		}
+		p.value(depth+1, "")
+		if p.bad {
+			return
+		}
+		if end, ok := p.Next(']'); !ok || end {
+			p.bad = !ok
+			return
+		}
+	}
 }

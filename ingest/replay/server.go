@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -461,14 +462,8 @@ func (r *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "GET only", http.StatusMethodNotAllowed)
 		return
 	}
-	if r.cfg.Refuse != nil {
-		if status, header := r.cfg.Refuse(r.attempts.Add(1), req); status != 0 {
-			for k, vs := range header {
-				w.Header()[k] = vs
-			}
-			http.Error(w, http.StatusText(status), status)
-			return
-		}
+	if r.refused(w, req) {
+		return
 	}
 	idx, err := r.startIndex(req)
 	if err != nil {
@@ -476,24 +471,50 @@ func (r *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.conns.Add(1)
-	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.WriteString(":ok\n\n")
-	flush := func() error {
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	if flush() != nil {
+	c := sseConn{bw: bufio.NewWriterSize(w, 64<<10), rc: http.NewResponseController(w)}
+	c.bw.WriteString(":ok\n\n")
+	if c.flush() != nil {
 		return
 	}
+	r.serve(req.Context(), c, idx)
+}
 
-	ctx := req.Context()
+// refused answers req with the status Config.Refuse gives it, if any.
+func (r *Server) refused(w http.ResponseWriter, req *http.Request) bool {
+	if r.cfg.Refuse == nil {
+		return false
+	}
+	status, header := r.cfg.Refuse(r.attempts.Add(1), req)
+	if status == 0 {
+		return false
+	}
+	for k, vs := range header {
+		w.Header()[k] = vs
+	}
+	http.Error(w, http.StatusText(status), status)
+	return true
+}
+
+// sseConn is one connection's buffered writer and its flush.
+type sseConn struct {
+	bw *bufio.Writer
+	rc *http.ResponseController
+}
+
+func (c sseConn) flush() error {
+	if err := c.bw.Flush(); err != nil {
+		return err
+	}
+	return c.rc.Flush()
+}
+
+// serve sends the held events from index idx on, then waits for more
+// (with heartbeats), until the client goes or the server closes.
+func (r *Server) serve(ctx context.Context, c sseConn, idx int) {
 	started := time.Now()
 	var sentHere int64
 	idBuf := make([]byte, 0, 128)
@@ -502,76 +523,101 @@ func (r *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		batch := r.entries[min(idx, len(r.entries)):]
 		more := r.more
 		r.mu.RUnlock()
-
 		if len(batch) == 0 {
-			if flush() != nil {
-				return
-			}
-			hb := time.NewTimer(r.cfg.Heartbeat)
-			select {
-			case <-more:
-				hb.Stop()
-			case <-hb.C:
-				bw.WriteString(":\n\n")
-			case <-ctx.Done():
-				hb.Stop()
-				return
-			case <-r.closed:
-				hb.Stop()
+			if !r.idle(ctx, c, more) {
 				return
 			}
 			continue
 		}
 		for i, e := range batch {
-			if i%64 == 63 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-r.closed:
-					return
-				default:
-				}
+			if i%64 == 63 && r.stopped(ctx) {
+				return
 			}
-			if r.cfg.Rate > 0 {
-				if wait := pace(started, sentHere, r.cfg.Rate); wait > 0 {
-					if flush() != nil {
-						return
-					}
-					t := time.NewTimer(wait)
-					select {
-					case <-t.C:
-					case <-ctx.Done():
-						t.Stop()
-						return
-					case <-r.closed:
-						t.Stop()
-						return
-					}
-				}
+			if r.cfg.Rate > 0 && !r.keepPace(ctx, c, started, sentHere) {
+				return
 			}
-			now := time.Now()
-			bw.WriteString("event: message\nid: ")
+			c.bw.WriteString("event: message\nid: ")
 			if e.sseID != "" {
-				bw.WriteString(e.sseID)
+				c.bw.WriteString(e.sseID)
 			} else {
 				idBuf = r.appendID(idBuf[:0], int64(idx/r.cfg.IDGroup))
-				bw.Write(idBuf)
+				c.bw.Write(idBuf)
 			}
-			bw.WriteString("\ndata: ")
-			e.writeData(bw, r.cfg.Seed, r.cfg.Restamp || e.kind == KindLate || e.stamp.Load() != 0, now)
-			if _, err := bw.WriteString("\n\n"); err != nil {
+			c.bw.WriteString("\ndata: ")
+			e.writeData(c.bw, r.cfg.Seed, r.cfg.Restamp || e.kind == KindLate || e.stamp.Load() != 0, time.Now())
+			if _, err := c.bw.WriteString("\n\n"); err != nil {
 				return
 			}
 			idx++
 			sentHere++
 			r.sent.Add(1)
 		}
-		select {
-		case <-r.closed:
-			flush()
+		if r.isClosed() {
+			c.flush()
 			return
-		default:
 		}
+	}
+}
+
+// stopped reports whether the server closed or ctx is done.
+func (r *Server) stopped(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return r.isClosed()
+	}
+}
+
+// isClosed reports whether Close was called.
+func (r *Server) isClosed() bool {
+	select {
+	case <-r.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// idle flushes and waits for more events, sending a heartbeat comment
+// every Heartbeat; false when the client or the server is gone.
+func (r *Server) idle(ctx context.Context, c sseConn, more <-chan struct{}) bool {
+	if c.flush() != nil {
+		return false
+	}
+	hb := time.NewTimer(r.cfg.Heartbeat)
+	defer hb.Stop()
+	select {
+	case <-more:
+	case <-hb.C:
+		c.bw.WriteString(":\n\n")
+	case <-ctx.Done():
+		return false
+	case <-r.closed:
+		return false
+	}
+	return true
+}
+
+// keepPace waits (flushed) until the next event is due at Rate; false when
+// the client or the server is gone meanwhile.
+func (r *Server) keepPace(ctx context.Context, c sseConn, started time.Time, sent int64) bool {
+	wait := pace(started, sent, r.cfg.Rate)
+	if wait <= 0 {
+		return true
+	}
+	if c.flush() != nil {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-r.closed:
+		return false
 	}
 }
 

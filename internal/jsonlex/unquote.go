@@ -1,63 +1,15 @@
-package ingest
+package jsonlex
 
 import (
-	"encoding/binary"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
-
-// The byte-level rules of JSON strings the decoder applies: which bytes pass
-// as they are, and how escapes and invalid UTF-8 decode.
-
-// asciiPlain marks the bytes a string can hold as they are: printable
-// ASCII except '"' and '\\'.
-var asciiPlain = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// skipPlain returns the index of the first byte at or after i that is not
-// asciiPlain (len(b) if none), testing eight bytes at a time: strings are
-// most of an event's bytes.
-func skipPlain(b []byte, i int) int {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		quote := w ^ (ones * '"')
-		slash := w ^ (ones * '\\')
-		// A byte of x is zero (or, for ctrl, below 0x20) where the high bit of
-		// the expression is set; any byte >= 0x80 sets it in w itself.
-		special := (quote - ones) & ^quote
-		special |= (slash - ones) & ^slash
-		special |= (w - ones*0x20) & ^w
-		if (special|w)&highs != 0 {
-			break
-		}
-	}
-	for i < len(b) && asciiPlain[b[i]] {
-		i++
-	}
-	return i
-}
-
-func unsafeString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
 
 // simpleEscapes maps the byte after a backslash to the byte it stands for.
 var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
-// unquote decodes the body of a JSON string (between the quotes) that has
+// Unquote decodes the body of a JSON string (between the quotes) that has
 // escapes or invalid UTF-8, with encoding/json's results: invalid UTF-8 and
 // lone surrogates become U+FFFD. It refuses (false) what encoding/json's
 // scanner refuses: control characters, a bare '"', unknown escapes
@@ -66,7 +18,7 @@ var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\
 //
 // It appends to dst[:0] when dst has room for the worst case, and to a new
 // slice otherwise; the caller owns the result either way.
-func unquote(dst, s []byte) (out []byte, lone int, ok bool) {
+func Unquote(dst, s []byte) (out []byte, lone int, ok bool) {
 	// Each input byte gives at most 3 output bytes (an invalid byte becomes
 	// U+FFFD), so the result never grows past the check below.
 	var b []byte
