@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -54,7 +55,7 @@ func BenchmarkCompactTierFootprint(b *testing.B) {
 		l := openLake(b, table.Config{Dir: b.TempDir()})
 		evs := replay.Generate(1, files*rows).Events
 		for i := range files {
-			rec := eventsBronzeRecord(int64(i)*rows, evs[i*rows:(i+1)*rows])
+			rec := eventsBronzeRecord(int64(i)*rows, evs[i*rows:(i+1)*rows], false)
 			mustCommit(b, l, table.Bronze, batchOf("bronze", int64(i+1), rec))
 			rec.Release()
 		}
@@ -130,20 +131,30 @@ func watchFootprint() func() (live, resident uint64) {
 	}
 }
 
-// eventsBronzeRecord is the bronze rows of raw events from offset off in
-// partition 0, in one day partition.
-func eventsBronzeRecord(off int64, evs [][]byte) arrow.RecordBatch {
+// eventsBronzeRecord is the bronze rows of raw events from offset off, in
+// one day partition: all in partition 0 without keys, or, keyed, spread
+// over four partitions with a key on two rows of three (and an ingest time
+// apart from the broker's).
+func eventsBronzeRecord(off int64, evs [][]byte, keyed bool) arrow.RecordBatch {
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, table.BronzeSchema)
 	defer bld.Release()
 	for i, e := range evs {
 		o := off + int64(i)
 		ts := arrow.Timestamp(baseTime.Add(time.Hour + time.Duration(o)*time.Millisecond).UnixMicro())
-		bld.Field(0).(*array.Int32Builder).Append(0)
+		part, ingest := int32(0), ts
+		if keyed {
+			part, ingest = int32(o%4), ts+1
+		}
+		bld.Field(0).(*array.Int32Builder).Append(part)
 		bld.Field(1).(*array.Int64Builder).Append(o)
 		bld.Field(2).(*array.TimestampBuilder).Append(ts)
-		bld.Field(3).AppendNull()
+		if keyed && o%3 != 0 {
+			bld.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("key-%d", o))
+		} else {
+			bld.Field(3).AppendNull()
+		}
 		bld.Field(4).(*array.StringBuilder).Append(string(e))
-		bld.Field(5).(*array.TimestampBuilder).Append(ts)
+		bld.Field(5).(*array.TimestampBuilder).Append(ingest)
 	}
 	return bld.NewRecordBatch()
 }

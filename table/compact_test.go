@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"lakehouse/ingest/replay"
 	"lakehouse/table"
 )
@@ -164,7 +160,7 @@ func TestCompactKeepsEveryValue(t *testing.T) {
 	const files, rows = 6, 1000
 	evs := replay.Generate(7, files*rows).Events
 	for i := range files {
-		rec := keyedBronzeRecord(int64(i)*rows, evs[i*rows:(i+1)*rows])
+		rec := eventsBronzeRecord(int64(i)*rows, evs[i*rows:(i+1)*rows], true)
 		mustCommit(t, l, table.Bronze, batchOf("bronze", int64(i+1), rec))
 		rec.Release()
 	}
@@ -189,27 +185,6 @@ func TestCompactKeepsEveryValue(t *testing.T) {
 			t.Fatalf("row %d after the merge:\n got %.300s\nwant %.300s", i, after[i], before[i])
 		}
 	}
-}
-
-// keyedBronzeRecord is eventsBronzeRecord with a key on two rows of three.
-func keyedBronzeRecord(off int64, evs [][]byte) arrow.RecordBatch {
-	bld := array.NewRecordBuilder(memory.DefaultAllocator, table.BronzeSchema)
-	defer bld.Release()
-	for i, e := range evs {
-		o := off + int64(i)
-		ts := arrow.Timestamp(baseTime.Add(time.Hour + time.Duration(o)*time.Millisecond).UnixMicro())
-		bld.Field(0).(*array.Int32Builder).Append(int32(o % 4))
-		bld.Field(1).(*array.Int64Builder).Append(o)
-		bld.Field(2).(*array.TimestampBuilder).Append(ts)
-		if o%3 == 0 {
-			bld.Field(3).AppendNull()
-		} else {
-			bld.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("key-%d", o))
-		}
-		bld.Field(4).(*array.StringBuilder).Append(string(e))
-		bld.Field(5).(*array.TimestampBuilder).Append(ts + 1)
-	}
-	return bld.NewRecordBatch()
 }
 
 // rowStrings scans ident and renders each row, every column with its name

@@ -60,21 +60,12 @@ func TestDurableFSMarksAndSyncsDirs(t *testing.T) {
 // returns, so what the committed pointer names survives a power cut.
 func TestCommitFsyncsFilesAndDirs(t *testing.T) {
 	ctx := context.Background()
-	l, err := Open(ctx, Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.EnsureTables(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l := openWithTables(t)
 	synced := map[string]bool{}
-	orig := durable.Fsync
-	t.Cleanup(func() { durable.Fsync = orig })
-	durable.Fsync = func(f *os.File) error {
+	replaceFsync(t, func(f *os.File) error {
 		synced[f.Name()] = true
-		return orig(f)
-	}
+		return nil
+	})
 	before := filesUnder(t, l.Warehouse())
 	if _, err := l.CommitBatch(ctx, StreamProgress, Batch{Query: "q", ID: 1, Records: []arrow.RecordBatch{progressRecord()}}); err != nil {
 		t.Fatal(err)
@@ -126,24 +117,14 @@ func TestFsyncFailureFailsCommit(t *testing.T) {
 	for _, target := range []string{"file", "dir"} {
 		t.Run(target, func(t *testing.T) {
 			ctx := context.Background()
-			l, err := Open(ctx, Config{Dir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			if err := l.EnsureTables(ctx); err != nil {
-				t.Fatal(err)
-			}
-			orig := durable.Fsync
-			t.Cleanup(func() { durable.Fsync = orig })
-			durable.Fsync = func(f *os.File) error {
-				st, err := f.Stat()
-				if err == nil && st.IsDir() == (target == "dir") {
+			l := openWithTables(t)
+			orig := replaceFsync(t, func(f *os.File) error {
+				if st, err := f.Stat(); err == nil && st.IsDir() == (target == "dir") {
 					return syscall.EIO
 				}
-				return orig(f)
-			}
-			_, err = l.CommitBatch(ctx, StreamProgress, Batch{Query: "q", ID: 1, Records: []arrow.RecordBatch{progressRecord()}})
+				return nil
+			})
+			_, err := l.CommitBatch(ctx, StreamProgress, Batch{Query: "q", ID: 1, Records: []arrow.RecordBatch{progressRecord()}})
 			if !errors.Is(err, syscall.EIO) {
 				t.Fatalf("commit: got %v, want EIO", err)
 			}
@@ -156,6 +137,36 @@ func TestFsyncFailureFailsCommit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openWithTables opens a lake in a temporary directory with its tables.
+func openWithTables(t *testing.T) *Lake {
+	t.Helper()
+	ctx := context.Background()
+	l, err := Open(ctx, Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if err := l.EnsureTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// replaceFsync makes durable.Fsync call check first (an error from it is
+// returned instead of syncing) until the test ends; it returns the real
+// one.
+func replaceFsync(t *testing.T, check func(*os.File) error) func(*os.File) error {
+	orig := durable.Fsync
+	t.Cleanup(func() { durable.Fsync = orig })
+	durable.Fsync = func(f *os.File) error {
+		if err := check(f); err != nil {
+			return err
+		}
+		return orig(f)
+	}
+	return orig
 }
 
 func progressRecord() arrow.RecordBatch {
