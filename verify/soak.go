@@ -269,25 +269,11 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		return fail(err)
 	}
 	out := cfg.Out
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	src := replay.New(replay.Config{Seed: cfg.Seed, Restamp: true, ResumeAfter: true, Logger: quiet})
-	url, err := src.Start("127.0.0.1:0")
+	src, url, feed, err := soakSource(cfg)
 	if err != nil {
-		return fail(fmt.Errorf("start replay server: %w", err))
+		return fail(err)
 	}
 	defer src.Close()
-	rec := replay.Generate(cfg.Seed, cfg.Recording)
-	if cfg.EventBytes > 0 {
-		rec = rec.Padded(cfg.EventBytes)
-	}
-	feed := src.Feed(rec)
-	size := ""
-	if cfg.EventBytes > 0 {
-		size = fmt.Sprintf(" of %s bytes", humanize.Count(int64(cfg.EventBytes)))
-	}
-	fmt.Fprintf(out, "soak: %s at %g ev/s, bursts to %g ev/s for %s every %s; sample every %s; seed %d; recording %s events%s; data %s\n",
-		cfg.Duration, cfg.Rate, cfg.Burst, cfg.BurstLength, cfg.BurstEvery, cfg.Sample, cfg.Seed, humanize.Count(int64(cfg.Recording)), size, cfg.DataDir)
-
 	args := append([]string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0"}, cfg.ExtraArgs...)
 	cmd := cfg.Launch(args)
 	c, err := startChild(ctx, cmd, cfg.LogPath)
@@ -324,20 +310,51 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	if err := c.stop(2 * time.Minute); err != nil {
 		return fail(err)
 	}
+	return soakVerify(ctx, cfg, res)
+}
+
+// soakSource starts the replay server the soak feeds from and says what it
+// plays: the generated recording (padded to cfg.EventBytes), looped with
+// fresh ids as the feed asks.
+func soakSource(cfg SoakConfig) (*replay.Server, string, *replay.Feed, error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	src := replay.New(replay.Config{Seed: cfg.Seed, Restamp: true, ResumeAfter: true, Logger: quiet})
+	url, err := src.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("start replay server: %w", err)
+	}
+	rec := replay.Generate(cfg.Seed, cfg.Recording)
+	size := ""
+	if cfg.EventBytes > 0 {
+		rec = rec.Padded(cfg.EventBytes)
+		size = fmt.Sprintf(" of %s bytes", humanize.Count(int64(cfg.EventBytes)))
+	}
+	fmt.Fprintf(cfg.Out, "soak: %s at %g ev/s, bursts to %g ev/s for %s every %s; sample every %s; seed %d; recording %s events%s; data %s\n",
+		cfg.Duration, cfg.Rate, cfg.Burst, cfg.BurstLength, cfg.BurstEvery, cfg.Sample, cfg.Seed, humanize.Count(int64(cfg.Recording)), size, cfg.DataDir)
+	return src, url, src.Feed(rec), nil
+}
+
+// soakVerify runs the verifier on the stopped appliance's data directory
+// against what the replay sent, and completes res's summary.
+func soakVerify(ctx context.Context, cfg SoakConfig, res SoakResult) (SoakResult, error) {
 	res.Expect = Expect{Messages: res.Replay.OnTime, Silver: res.Replay.OnTimeEditNew, DLQ: res.Replay.Violations}
+	var err error
 	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect, cfg.Progress)
 	res.Verified = err == nil || errors.Is(err, ErrFailed)
 	if err != nil && !res.Verified {
-		return fail(fmt.Errorf("verify: %w", err))
+		err = fmt.Errorf("verify: %w", err)
+		res.Err = err.Error()
+		res.Summary = summarize(&res)
+		return res, err
 	}
 	res.Summary = summarize(&res)
-	if end, err := dirBytes(cfg.DataDir); err == nil {
+	if end, derr := dirBytes(cfg.DataDir); derr == nil {
 		res.Summary.DataDirBytes = end // after the last flush and the verifier
 	}
 	if err != nil {
 		res.Err = err.Error()
 	}
-	fmt.Fprintln(out, "soak: "+res.Summary.Line())
+	fmt.Fprintln(cfg.Out, "soak: "+res.Summary.Line())
 	return res, err
 }
 
