@@ -78,6 +78,11 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 
 func (c *Checkpoint) sub(name string) string { return filepath.Join(c.Dir, name) }
 
+// StateDir is where the state versions are (StateStore).
+func (c *Checkpoint) StateDir() string { return c.sub("state") }
+
+var _ StateStore = (*Checkpoint)(nil)
+
 // QueryID returns the stored query id, or "", false when the checkpoint has
 // none (new or lost).
 func (c *Checkpoint) QueryID() (string, bool, error) {

@@ -30,6 +30,13 @@
 // backoff and recovers from the checkpoint again, the same path as a
 // restart, so the same guarantees hold; Paused reports the pause meanwhile.
 //
+// State belongs to the runner: the checkpoint is the StateStore of a
+// stateful query (state/<N>), and the runner hands it to the processor's
+// LoadState before planning a batch (its watermark comes from the state
+// before it) and before processing it; the processor reads from it only
+// the versions it does not hold (a delta chain back to a full snapshot
+// after a restart), and the runner writes the version each batch produces.
+//
 // The sink's marker is keyed by the query name (Batch.Query), not by the
 // run's query id, so it can be found after a checkpoint loss; batch ids stay
 // monotonic per name across query ids. While a backlog drains, the next

@@ -379,16 +379,22 @@ func (c *countingProc) Process(ctx context.Context, b Batch, in []arrow.RecordBa
 	return in, nil
 }
 
-func (c *countingProc) LoadState(_ context.Context, version int64, data []byte) error {
+var _ StatefulProcessor = (*countingProc)(nil)
+
+func (c *countingProc) LoadState(_ context.Context, store StateStore, version int64) error {
 	c.loaded = append(c.loaded, version)
 	c.seen = 0
+	data, err := store.LoadState(version)
+	if err != nil && !errors.Is(err, ErrNoEntry) {
+		return err
+	}
 	if data != nil {
 		c.seen = int64(binary.BigEndian.Uint64(data))
 	}
 	return nil
 }
 
-func (c *countingProc) SaveState() ([]byte, error) {
+func (c *countingProc) SaveState(context.Context) ([]byte, error) {
 	return binary.BigEndian.AppendUint64(nil, uint64(c.seen)), nil
 }
 

@@ -62,14 +62,28 @@ type Processor interface {
 	Process(ctx context.Context, b Batch, in []arrow.RecordBatch) ([]arrow.RecordBatch, error)
 }
 
-// StatefulProcessor is a Processor with versioned state. Before batch N the
-// runner calls LoadState with version N-1 (data nil when there is none);
-// after Process it calls SaveState and stores the bytes durably as state/N
-// before the commit entry, so a re-run of N starts from N-1 again.
+// StateStore is where a stateful query's state versions are kept: the
+// query's checkpoint (state/<N>), which the runner owns. A processor reads
+// the versions it needs (a delta reads the chain back to a full one); the
+// runner writes the version each batch produces.
+type StateStore interface {
+	// LoadState returns the bytes of state version v, or an error wrapping
+	// ErrNoEntry when the store has none.
+	LoadState(v int64) ([]byte, error)
+	// StateDir says where the versions are, for messages.
+	StateDir() string
+}
+
+// StatefulProcessor is a Processor with versioned state. Before planning
+// batch N (PlanMeta) and again before processing it, the runner calls
+// LoadState with version N-1: the processor makes that version its state,
+// reading from store what it needs (nothing when it holds that version
+// already). After Process the runner stores SaveState's bytes durably as
+// state/N before the commit entry, so a re-run of N starts from N-1 again.
 type StatefulProcessor interface {
 	Processor
-	LoadState(ctx context.Context, version int64, data []byte) error
-	SaveState() ([]byte, error)
+	LoadState(ctx context.Context, store StateStore, version int64) error
+	SaveState(ctx context.Context) ([]byte, error)
 }
 
 // MetaPlanner is implemented by a Processor that fixes per-batch metadata

@@ -222,6 +222,12 @@ func (q *Query) plan(ctx context.Context, prev OffsetEntry) (OffsetEntry, bool, 
 		}
 	}
 	e := OffsetEntry{Batch: prev.Batch + 1, QueryID: q.QueryID(), Start: prev.End, End: end, Planned: time.Now().UTC()}
+	if sp, ok := q.proc.(StatefulProcessor); ok {
+		// The batch's metadata (its watermark) comes from the state before it.
+		if err := sp.LoadState(ctx, q.cp, prev.Batch); err != nil {
+			return OffsetEntry{}, false, fmt.Errorf("plan batch %d: load state: %w", e.Batch, err)
+		}
+	}
 	if mp, ok := q.proc.(MetaPlanner); ok {
 		meta, err := mp.PlanMeta(ctx, q.batchOf(e))
 		if err != nil {
@@ -326,12 +332,7 @@ func (q *Query) processBatch(ctx context.Context, b Batch, in []arrow.RecordBatc
 	}
 	sp, stateful := q.proc.(StatefulProcessor)
 	if stateful {
-		data, err := q.cp.LoadState(b.ID - 1)
-		if err != nil && !errors.Is(err, ErrNoEntry) {
-			release(in)
-			return nil, fmt.Errorf("run batch %d: %w", b.ID, err)
-		}
-		if err := sp.LoadState(ctx, b.ID-1, data); err != nil {
+		if err := sp.LoadState(ctx, q.cp, b.ID-1); err != nil {
 			release(in)
 			return nil, fmt.Errorf("run batch %d: load state: %w", b.ID, err)
 		}
@@ -346,7 +347,7 @@ func (q *Query) processBatch(ctx context.Context, b Batch, in []arrow.RecordBatc
 	if !stateful {
 		return rows, nil
 	}
-	data, err := sp.SaveState()
+	data, err := sp.SaveState(ctx)
 	if err != nil {
 		release(rows)
 		return nil, fmt.Errorf("run batch %d: snapshot state: %w", b.ID, err)

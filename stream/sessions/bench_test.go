@@ -70,7 +70,7 @@ func benchLongSession(b *testing.B, cfg Config, batches [][]edit) {
 		for j, es := range batches {
 			recs[j] = silverRecord(b, es)
 		}
-		p := NewProcessor(cfg, nil)
+		p := NewProcessor(cfg)
 		start := time.Now()
 		for j, rec := range recs {
 			bt := stream.Batch{Query: QueryName, QueryID: "q", ID: int64(j)}
@@ -87,7 +87,7 @@ func benchLongSession(b *testing.B, cfg Config, batches [][]edit) {
 				r.Release()
 			}
 			t := time.Now()
-			st, err := p.SaveState()
+			st, err := p.SaveState(ctx)
 			saving += time.Since(t)
 			if err != nil {
 				b.Fatal(err)

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -75,7 +76,7 @@ func newHarness(t testing.TB, cfg Config) *harness {
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}
-	return &harness{t: t, cp: cp, p: NewProcessor(cfg, cp), meta: map[int64]json.RawMessage{}}
+	return &harness{t: t, cp: cp, p: NewProcessor(cfg), meta: map[int64]json.RawMessage{}}
 }
 
 // sessionRow is one emitted row, decoded.
@@ -95,6 +96,10 @@ func (h *harness) run(p *Processor, replay int64, edits []edit) ([]sessionRow, i
 		id = replay
 	}
 	b := stream.Batch{Query: QueryName, QueryID: "q", ID: id}
+	// As the runner: state id-1 before planning and before processing.
+	if err := p.LoadState(ctx, h.cp, id-1); err != nil {
+		h.t.Fatal(err)
+	}
 	if replay < 0 {
 		meta, err := p.PlanMeta(ctx, b)
 		if err != nil {
@@ -104,18 +109,14 @@ func (h *harness) run(p *Processor, replay int64, edits []edit) ([]sessionRow, i
 		h.next++
 	}
 	b.Meta = h.meta[id]
-	data, err := h.cp.LoadState(id - 1)
-	if err != nil && id > 0 {
-		h.t.Fatalf("load state %d: %v", id-1, err)
-	}
-	if err := p.LoadState(ctx, id-1, data); err != nil {
+	if err := p.LoadState(ctx, h.cp, id-1); err != nil {
 		h.t.Fatal(err)
 	}
 	out, err := p.Process(ctx, b, []arrow.RecordBatch{silverRecord(h.t, edits)})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	st, err := p.SaveState()
+	st, err := p.SaveState(ctx)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -150,3 +151,16 @@ func decodeSessions(rec arrow.RecordBatch) []sessionRow {
 	}
 	return out
 }
+
+// memStore is a stream.StateStore of versions held in memory.
+type memStore map[int64][]byte
+
+func (m memStore) LoadState(v int64) ([]byte, error) {
+	b, ok := m[v]
+	if !ok {
+		return nil, fmt.Errorf("state %d: %w", v, stream.ErrNoEntry)
+	}
+	return b, nil
+}
+
+func (m memStore) StateDir() string { return "memory" }

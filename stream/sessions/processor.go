@@ -23,11 +23,17 @@ import (
 var hookStateEncoded = fault.Register("sessions.state-encoded",
 	"sessions state N encoded, not yet durable; batch N not committed")
 
+var (
+	_ stream.StatefulProcessor = (*Processor)(nil)
+	_ stream.MetaPlanner       = (*Processor)(nil)
+	_ stream.StatsReporter     = (*Processor)(nil)
+)
+
 // Processor is the sessions query's stream.StatefulProcessor and
 // stream.MetaPlanner. It is used by one query runner at a time.
 type Processor struct {
 	cfg   Config
-	cp    *stream.Checkpoint // earlier state versions after a restart; may be nil
+	store stream.StateStore // where state versions are read from (the runner's, see LoadState); may be nil
 	alloc memory.Allocator
 	now   func() time.Time
 
@@ -39,33 +45,31 @@ type Processor struct {
 	statsBatch int64               // which batch stats belongs to
 }
 
-// NewProcessor returns a sessions processor. cp is the query's checkpoint,
-// from which PlanMeta and LoadState read earlier state versions after a
-// restart (a delta state needs its predecessors); it may be nil when every
-// state is saved full (MaxDeltaChain 1) and the runner provides the data.
-func NewProcessor(cfg Config, cp *stream.Checkpoint) *Processor {
-	return &Processor{cfg: cfg.withDefaults(), cp: cp, alloc: memory.DefaultAllocator, now: time.Now, statsBatch: -1}
+// NewProcessor returns a sessions processor. Its state versions come from
+// the store the runner hands to LoadState.
+func NewProcessor(cfg Config) *Processor {
+	return &Processor{cfg: cfg.withDefaults(), alloc: memory.DefaultAllocator, now: time.Now, statsBatch: -1}
 }
 
 // Config returns the processor's configuration with defaults filled in.
 func (p *Processor) Config() Config { return p.cfg }
 
 func (p *Processor) load() loader {
-	if p.cp == nil {
+	if p.store == nil {
 		return nil
 	}
-	return p.cp.LoadState
+	return p.store.LoadState
 }
 
-// ensure makes the in-memory state version v, rebuilding it from data and
-// the checkpoint if it is another version. A version the checkpoint does
+// ensure makes the in-memory state version v, rebuilding it from the store
+// if it is another version. A version the checkpoint does
 // not have (it was lost, and the query continues from the table's marker)
 // is replaced by an empty state, logged; a broken delta chain is an error.
-func (p *Processor) ensure(v int64, data []byte) error {
+func (p *Processor) ensure(v int64) error {
 	if p.st != nil && p.st.Version == v {
 		return nil
 	}
-	st, err := rebuild(v, data, p.load())
+	st, err := rebuild(v, nil, p.load())
 	if errors.Is(err, stream.ErrNoEntry) {
 		p.cfg.Logger.Error("SESSIONS STATE LOST: starting with no open sessions", "version", v, "err", err)
 		st, err = newState(v), nil
@@ -80,7 +84,7 @@ func (p *Processor) ensure(v int64, data []byte) error {
 // PlanMeta fixes batch b's watermark: the newest event time of the batches
 // before it minus WatermarkDelay, never below the previous watermark.
 func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessage, error) {
-	if err := p.ensure(b.ID-1, nil); err != nil {
+	if err := p.ensure(b.ID - 1); err != nil {
 		return nil, fmt.Errorf("plan sessions batch %d: %w", b.ID, err)
 	}
 	raw, err := stream.PlanEventTimeMeta(p.st.Watermark, p.st.MaxEvent, p.cfg.WatermarkDelay, p.now())
@@ -90,10 +94,12 @@ func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessa
 	return raw, nil
 }
 
-// LoadState makes the state version (after batch version); data is that
-// version's saved bytes, nil if there is none.
-func (p *Processor) LoadState(_ context.Context, version int64, data []byte) error {
-	return p.ensure(version, data)
+// LoadState makes the state version (after batch version), reading it, and
+// the deltas' chain, from store when it holds another version
+// (stream.StatefulProcessor).
+func (p *Processor) LoadState(_ context.Context, store stream.StateStore, version int64) error {
+	p.store = store
+	return p.ensure(version)
 }
 
 // SaveState returns the open sessions after the last processed batch: a
@@ -103,7 +109,7 @@ func (p *Processor) LoadState(_ context.Context, version int64, data []byte) err
 // rebuilt). The returned bytes are only valid until the next SaveState
 // call (the buffer is reused); the runner writes them durably before the
 // next batch.
-func (p *Processor) SaveState() ([]byte, error) {
+func (p *Processor) SaveState(context.Context) ([]byte, error) {
 	s := p.st
 	if s == nil {
 		return nil, errors.New("save session state: nothing processed")
@@ -161,7 +167,7 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 	if err != nil {
 		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
 	}
-	if err := p.ensure(b.ID-1, nil); err != nil {
+	if err := p.ensure(b.ID - 1); err != nil {
 		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
 	}
 	s := p.st

@@ -29,11 +29,7 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 		return nil, nil, fmt.Errorf("new sessions query: %w", err)
 	}
 	scfg.MaxDeltaChain = max(1, min(scfg.MaxDeltaChain, cfg.RetainBatches/2))
-	cp, err := stream.OpenCheckpoint(cfg.CheckpointDir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("new sessions query: %w", err)
-	}
-	proc := NewProcessor(scfg, cp)
+	proc := NewProcessor(scfg)
 	q, err := stream.New(cfg, lakeio.NewSource(lake, table.SilverEdits), proc,
 		lakeio.NewSink(lake, table.EditorSessions, proc.Props), stream.NewTableProgress(lake))
 	if err != nil {

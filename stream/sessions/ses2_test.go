@@ -111,7 +111,7 @@ func TestSES2StateLoads(t *testing.T) {
 				t.Errorf("first state after the upgrade: starts %q kind %d, want %q, a delta", b[:4], b[4], stateMagic)
 			}
 			// A fresh processor rebuilds the mixed chain when the next batch loads state id.
-			up.p = NewProcessor(ses2Config, up.cp)
+			up.p = NewProcessor(ses2Config)
 		}
 	}
 	if d := diffState(h.p.st, up.p.st); d != "" {

@@ -228,7 +228,7 @@ func TestStateRebuildProperty(t *testing.T) {
 				}
 				if n%5 == 4 {
 					cfg.Logger = quietLogger()
-					fresh := NewProcessor(cfg, h.cp)
+					fresh := NewProcessor(cfg)
 					again, dropped2 := h.run(fresh, id, edits)
 					if !slices.Equal(again, rows) || dropped2 != dropped {
 						t.Fatalf("batch %d replay: got %v (late %d), want %v (late %d)", n, again, dropped2, rows, dropped)

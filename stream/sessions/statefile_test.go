@@ -134,13 +134,13 @@ func TestCorruptStateRefused(t *testing.T) {
 		t.Errorf("missing version: got %v, want ErrNoEntry", err)
 	}
 
-	p := NewProcessor(Config{Logger: quietLogger()}, h.cp)
+	p := NewProcessor(Config{Logger: quietLogger()})
 	bad := slices.Clone(delta)
 	bad[len(bad)/2] ^= 0x10
-	if err := p.LoadState(context.Background(), 1, bad); !errors.Is(err, ErrCorruptState) {
+	if err := p.LoadState(context.Background(), memStore{1: bad}, 1); !errors.Is(err, ErrCorruptState) {
 		t.Errorf("processor loading a flipped delta: got %v, want ErrCorruptState", err)
 	}
-	if err := p.LoadState(context.Background(), 50, nil); err != nil || p.OpenSessions() != 0 {
+	if err := p.LoadState(context.Background(), memStore{}, 50); err != nil || p.OpenSessions() != 0 {
 		t.Errorf("processor loading a lost version: got %v with %d sessions, want an empty state", err, p.OpenSessions())
 	}
 }

@@ -68,7 +68,7 @@ func TestBadTimesInBronzeNeverMoveTheWatermark(t *testing.T) {
 		t.Errorf("batch 1 watermark: got %v, want %v", got, want)
 	}
 	// A restart: a new processor on the same checkpoint.
-	h.p = NewProcessor(Config{Logger: quietLogger()}, h.cp)
+	h.p = NewProcessor(Config{Logger: quietLogger()})
 	r = h.batch(edit(11, base.Add(2*time.Minute)), bytes.Clone(bad[0].raw))
 	if got, want := r.IDs, []string{uuidFor(11)}; !slices.Equal(got, want) || r.Counts.Late != 0 || r.Counts.Unparseable != 1 {
 		t.Errorf("after the restart: rows %v, counts %+v; want %v, one unparseable", got, r.Counts, want)

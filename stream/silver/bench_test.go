@@ -187,7 +187,7 @@ func BenchmarkDedupStateMemory(b *testing.B) {
 		runtime.GC()
 		var m0 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		p := NewProcessor(Config{Logger: quietLogger()}, nil)
+		p := NewProcessor(Config{Logger: quietLogger()})
 		p.st = newState(-1)
 		var fullBytes, maxLive int
 		var at6M float64
@@ -210,7 +210,7 @@ func BenchmarkDedupStateMemory(b *testing.B) {
 			}
 			s.version, s.maxEvent, s.watermark = int64(sec), et, wm
 			s.evict(wm, delay)
-			st, err := p.SaveState()
+			st, err := p.SaveState(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}

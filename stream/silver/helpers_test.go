@@ -73,7 +73,7 @@ func newHarness(t testing.TB, cfg Config) *harness {
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}
-	return &harness{t: t, cp: cp, p: NewProcessor(cfg, cp), meta: map[int64]json.RawMessage{}}
+	return &harness{t: t, cp: cp, p: NewProcessor(cfg), meta: map[int64]json.RawMessage{}}
 }
 
 // batchResult is one processed batch.
@@ -93,6 +93,10 @@ func (h *harness) run(p *Processor, replay int64, values ...[]byte) batchResult 
 		id = replay
 	}
 	b := stream.Batch{Query: QueryName, QueryID: "q", ID: id}
+	// As the runner: state id-1 before planning and before processing.
+	if err := p.LoadState(ctx, h.cp, id-1); err != nil {
+		h.t.Fatal(err)
+	}
 	if replay < 0 {
 		meta, err := p.PlanMeta(ctx, b)
 		if err != nil {
@@ -102,11 +106,7 @@ func (h *harness) run(p *Processor, replay int64, values ...[]byte) batchResult 
 		h.next++
 	}
 	b.Meta = h.meta[id]
-	data, err := h.cp.LoadState(id - 1)
-	if err != nil && id > 0 {
-		h.t.Fatalf("load state %d: %v", id-1, err)
-	}
-	if err := p.LoadState(ctx, id-1, data); err != nil {
+	if err := p.LoadState(ctx, h.cp, id-1); err != nil {
 		h.t.Fatal(err)
 	}
 	rec := bronzeRecord(h.t, h.off, values...)
@@ -115,7 +115,7 @@ func (h *harness) run(p *Processor, replay int64, values ...[]byte) batchResult 
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	st, err := p.SaveState()
+	st, err := p.SaveState(ctx)
 	if err != nil {
 		h.t.Fatal(err)
 	}

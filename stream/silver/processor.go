@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -26,11 +25,17 @@ import (
 var hookStateEncoded = fault.Register("silver.state-encoded",
 	"silver state N encoded, not yet durable; batch N not committed")
 
+var (
+	_ stream.StatefulProcessor = (*Processor)(nil)
+	_ stream.MetaPlanner       = (*Processor)(nil)
+	_ stream.StatsReporter     = (*Processor)(nil)
+)
+
 // Processor is silver's stream.StatefulProcessor and stream.MetaPlanner.
 // It is used by one query runner at a time.
 type Processor struct {
 	cfg   Config
-	cp    *stream.Checkpoint // where earlier state versions are read from; may be nil
+	store stream.StateStore // where state versions are read from (the runner's, see LoadState); may be nil
 	alloc memory.Allocator
 	now   func() time.Time
 
@@ -44,22 +49,20 @@ type Processor struct {
 	statsBatch int64               // which batch stats belongs to
 }
 
-// NewProcessor returns a silver processor. cp is the query's checkpoint, from
-// which PlanMeta and LoadState read earlier state versions after a restart
-// (a delta state needs its predecessors); it may be nil when every state is
-// saved full (MaxDeltaChain 1) and the runner provides the data.
-func NewProcessor(cfg Config, cp *stream.Checkpoint) *Processor {
-	return &Processor{cfg: cfg.withDefaults(), cp: cp, alloc: memory.DefaultAllocator, now: time.Now, statsBatch: -1}
+// NewProcessor returns a silver processor. Its state versions come from the
+// store the runner hands to LoadState.
+func NewProcessor(cfg Config) *Processor {
+	return &Processor{cfg: cfg.withDefaults(), alloc: memory.DefaultAllocator, now: time.Now, statsBatch: -1}
 }
 
 // Config returns the processor's configuration with defaults filled in.
 func (p *Processor) Config() Config { return p.cfg }
 
 func (p *Processor) load() loader {
-	if p.cp == nil {
+	if p.store == nil {
 		return nil
 	}
-	return p.cp.LoadState
+	return p.store.LoadState
 }
 
 // ensure makes the in-memory state version v, rebuilding it from the
@@ -70,11 +73,11 @@ func (p *Processor) load() loader {
 // when the processor knows the lake: the table is the source of truth for
 // what silver holds. Without the lake a lost state starts empty (logged)
 // and a corrupt one is an error naming the state directory.
-func (p *Processor) ensure(ctx context.Context, v int64, data []byte) error {
+func (p *Processor) ensure(ctx context.Context, v int64) error {
 	if p.st != nil && p.st.version == v {
 		return nil
 	}
-	st, err := rebuild(v, data, p.load(), p.cfg.WatermarkDelay)
+	st, err := rebuild(v, nil, p.load(), p.cfg.WatermarkDelay)
 	switch {
 	case errors.Is(err, stream.ErrNoEntry):
 		st, err = p.lostState(ctx, v, err)
@@ -92,13 +95,12 @@ func (p *Processor) ensure(ctx context.Context, v int64, data []byte) error {
 	return nil
 }
 
-// stateDir is where the checkpoint keeps the state versions ("" without
-// a checkpoint).
+// stateDir is where the store keeps the state versions ("" without one).
 func (p *Processor) stateDir() string {
-	if p.cp == nil {
+	if p.store == nil {
 		return ""
 	}
-	return filepath.Join(p.cp.Dir, "state")
+	return p.store.StateDir()
 }
 
 // lostState replaces state version v when the checkpoint does not have it
@@ -125,7 +127,7 @@ func (p *Processor) lostState(ctx context.Context, v int64, cause error) (*state
 // PlanMeta fixes batch b's watermark: the newest event time of the batches
 // before it minus WatermarkDelay, never below the previous watermark.
 func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessage, error) {
-	if err := p.ensure(ctx, b.ID-1, nil); err != nil {
+	if err := p.ensure(ctx, b.ID-1); err != nil {
 		return nil, fmt.Errorf("plan silver batch %d: %w", b.ID, err)
 	}
 	raw, err := stream.PlanEventTimeMeta(p.st.watermark, p.st.maxEvent, p.cfg.WatermarkDelay, p.now())
@@ -135,10 +137,12 @@ func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessa
 	return raw, nil
 }
 
-// LoadState makes the state version (the state after batch version); data
-// is that version's saved bytes, nil if there is none.
-func (p *Processor) LoadState(ctx context.Context, version int64, data []byte) error {
-	return p.ensure(ctx, version, data)
+// LoadState makes the state version (the state after batch version),
+// reading it, and the deltas' chain, from store when it holds another
+// version (stream.StatefulProcessor).
+func (p *Processor) LoadState(ctx context.Context, store stream.StateStore, version int64) error {
+	p.store = store
+	return p.ensure(ctx, version)
 }
 
 // SaveState returns the state after the last processed batch: a delta of
@@ -146,7 +150,7 @@ func (p *Processor) LoadState(ctx context.Context, version int64, data []byte) e
 // whenever the deltas since the last snapshot outgrow the live state). The
 // returned bytes are only valid until the next SaveState call (the buffer
 // is reused); the runner writes them durably before the next batch.
-func (p *Processor) SaveState() ([]byte, error) {
+func (p *Processor) SaveState(context.Context) ([]byte, error) {
 	s := p.st
 	if s == nil {
 		return nil, errors.New("save silver state: nothing processed")
@@ -199,7 +203,7 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 		return nil, fmt.Errorf("process silver batch %d: %w", b.ID, err)
 	}
 	if p.st == nil || p.st.version != b.ID-1 {
-		if err := p.ensure(ctx, b.ID-1, nil); err != nil {
+		if err := p.ensure(ctx, b.ID-1); err != nil {
 			return nil, fmt.Errorf("process silver batch %d: %w", b.ID, err)
 		}
 	}

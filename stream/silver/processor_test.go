@@ -189,7 +189,7 @@ func TestReplayIsDeterministic(t *testing.T) {
 				continue
 			}
 			// Replay batch b with a fresh processor: state b-1 from disk.
-			fresh := NewProcessor(Config{MaxDeltaChain: chain, Logger: quietLogger()}, h.cp)
+			fresh := NewProcessor(Config{MaxDeltaChain: chain, Logger: quietLogger()})
 			h.off -= int64(len(vals))
 			again := h.run(fresh, int64(b), vals...)
 			if !slices.Equal(again.IDs, results[b].IDs) || again.Counts != results[b].Counts {
@@ -268,5 +268,44 @@ func TestFailedProcessDropsPartialState(t *testing.T) {
 	r := h.run(h.p, 1, eventJSON(ev{ID: uuidFor(2), At: base}), eventJSON(ev{ID: uuidFor(1), At: base}))
 	if got, want := r.IDs, []string{uuidFor(2)}; !slices.Equal(got, want) || r.Counts.Duplicates != 1 {
 		t.Errorf("retry: got %v (%d duplicates), want %v (1)", got, r.Counts.Duplicates, want)
+	}
+}
+
+// countingStore counts the state files a processor reads.
+type countingStore struct {
+	stream.StateStore
+	loads int
+}
+
+func (c *countingStore) LoadState(v int64) ([]byte, error) {
+	c.loads++
+	return c.StateStore.LoadState(v)
+}
+
+// TestLoadStateReadsOnlyWhatItLacks: the runner hands its state store to
+// the processor before every plan and every batch; a processor that holds
+// the version asked for reads nothing, a fresh one (a restart) reads the
+// version and the deltas before it.
+func TestLoadStateReadsOnlyWhatItLacks(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, Config{MaxDeltaChain: 4})
+	now := time.Now().UTC()
+	for i := range 3 {
+		h.batch(eventJSON(ev{ID: uuidFor(i), At: now}))
+	}
+	last := h.next - 1
+	store := &countingStore{StateStore: h.cp}
+	if err := h.p.LoadState(ctx, store, last); err != nil {
+		t.Fatal(err)
+	}
+	if store.loads != 0 {
+		t.Errorf("a processor holding version %d read %d state files to load it", last, store.loads)
+	}
+	fresh := NewProcessor(Config{MaxDeltaChain: 4, Logger: quietLogger()})
+	if err := fresh.LoadState(ctx, store, last); err != nil {
+		t.Fatal(err)
+	}
+	if store.loads < 1 || fresh.LiveIDs() != h.p.LiveIDs() {
+		t.Errorf("a fresh processor read %d state files and holds %d ids, want at least 1 read and %d ids", store.loads, fresh.LiveIDs(), h.p.LiveIDs())
 	}
 }

@@ -25,11 +25,7 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 	}
 	scfg = scfg.withDefaults()
 	scfg.MaxDeltaChain = max(1, min(scfg.MaxDeltaChain, cfg.RetainBatches/2))
-	cp, err := stream.OpenCheckpoint(cfg.CheckpointDir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("new silver query: %w", err)
-	}
-	proc := NewProcessor(scfg, cp)
+	proc := NewProcessor(scfg)
 	proc.lake, proc.query = lake, cfg.Name
 	sink := lakeio.NewSink(lake, table.SilverEdits, proc.Props)
 	sink.TimeColumn = "intake_time" // freshness: commit time minus when Wikimedia took the event in
