@@ -152,67 +152,16 @@ func runPhase(ctx context.Context, ph benchPhase, base string, show progress.Dis
 	errc := make(chan error, 1)
 	go func() { errc <- p.run(runCtx, io.Discard) }()
 
-	var firstSend, lastSend time.Time
-	// A phase the appliance cannot keep up with publishes for longer than
-	// its duration and then catches up; it is given up only when silver
-	// makes no progress for stallTimeout (or after the hard cap).
-	hardCap := time.Now().Add(10*ph.Duration + 5*time.Minute)
-	lastProgress, lastMark := time.Now(), ""
-	bar := show.Start(progress.Task{Label: fmt.Sprintf("bench: %s ev/s, %s:", humanize.Count(int64(ph.Rate)), ph.Trigger), Total: res.Expected, Unit: "in silver"})
-	defer bar.Finish()
-	var lastShown time.Time
-	for {
-		time.Sleep(100 * time.Millisecond)
-		now := time.Now()
-		c := src.Counts()
-		if now.Sub(lastShown) >= time.Second { // silver's row count from its metadata, once a second
-			if st, err := p.lake.Stats(ctx, table.SilverEdits); err == nil {
-				bar.Set(st.Records)
-			}
-			bar.SetNote("sent " + humanize.Count(c.Sent) + "/" + humanize.Count(counts.Events))
-			lastShown = now
-		}
-		if c.Sent > 0 && firstSend.IsZero() {
-			firstSend = now
-		}
-		if c.Sent < counts.Events {
-			lastSend = now
-		}
-		st := p.status(ctx, stream.BronzeQuery, "silver")
-		// Done when the broker holds every event the replay holds (not
-		// merely sent: ingest may still be batching the last ones) and no
-		// query has anything left to read.
-		if c.Sent >= counts.Events && st.Drained(ingest.DefaultTopic, counts.OnTime) {
-			res.CatchUpSeconds = now.Sub(lastSend).Seconds()
-			writeHeapProfile(fmt.Sprintf("heap-%d-%s.prof", int64(ph.Rate), ph.Trigger))
-			break
-		}
-		// Progress: the broker or any query moved.
-		if mark := fmt.Sprint(c.Sent, st.Topics[ingest.DefaultTopic], st.Lags()); mark != lastMark {
-			lastProgress, lastMark = now, mark
-		}
-		if now.Sub(lastProgress) > stallTimeout || now.After(hardCap) {
-			res.Error = fmt.Sprintf("the pipeline stopped catching up (no progress for %s, or over %s in all): %s", stallTimeout, 10*ph.Duration+5*time.Minute, st.Lags())
-			break
-		}
-		select {
-		case err := <-errc:
-			res.Error = fmt.Sprintf("pipeline stopped: %v", err)
-			stop()
-			close(anonStop)
-			res.PeakAnonMiB = <-anonDone
-			return res
-		default:
-		}
+	firstSend, lastSend, stopped := waitPhase(ctx, ph, p, src, counts, errc, show, &res)
+	if stopped {
+		stop()
+		close(anonStop)
+		res.PeakAnonMiB = <-anonDone
+		return res
 	}
 	stop()
 	<-errc
 	res.CPUSeconds = cpuTime() - cpu0
-	if st, err := p.lake.Stats(ctx, table.SilverEdits); err == nil {
-		bar.Set(st.Records)
-	}
-	bar.SetNote("sent " + humanize.Count(src.Counts().Sent) + "/" + humanize.Count(counts.Events))
-	bar.Finish()
 	res.PeakRSSMiB = procStatusMiB("VmHWM:")
 	close(anonStop)
 	res.PeakAnonMiB = <-anonDone
@@ -244,6 +193,69 @@ func runPhase(ctx context.Context, ph benchPhase, base string, show progress.Dis
 		ph.name(), humanize.Count(res.Published), humanize.Count(int64(res.AchievedRate)), humanize.Count(res.FoundSilver), humanize.Count(res.Expected),
 		res.FreshP50, res.FreshP95, res.FreshP99, res.CPUSeconds, res.PeakRSSMiB, res.PeakAnonMiB)
 	return res
+}
+
+// waitPhase waits until the broker holds every event the replay holds and
+// no query has anything left to read (res.CatchUpSeconds is the wait after
+// the last send), drawing silver's rows on show; it gives up when nothing
+// moves for stallTimeout or past a hard cap (res.Error says so). stopped is
+// true when the appliance ended by itself (res.Error says why).
+func waitPhase(ctx context.Context, ph benchPhase, p *pipeline, src *replay.Server, counts replay.Counts, errc <-chan error, show progress.Display, res *phaseResult) (firstSend, lastSend time.Time, stopped bool) {
+	// A phase the appliance cannot keep up with publishes for longer than
+	// its duration and then catches up; it is given up only when silver
+	// makes no progress for stallTimeout (or after the hard cap).
+	hardCap := time.Now().Add(10*ph.Duration + 5*time.Minute)
+	lastProgress, lastMark := time.Now(), ""
+	bar := show.Start(progress.Task{Label: fmt.Sprintf("bench: %s ev/s, %s:", humanize.Count(int64(ph.Rate)), ph.Trigger), Total: res.Expected, Unit: "in silver"})
+	defer func() {
+		if st, err := p.lake.Stats(ctx, table.SilverEdits); err == nil {
+			bar.Set(st.Records)
+		}
+		bar.SetNote("sent " + humanize.Count(src.Counts().Sent) + "/" + humanize.Count(counts.Events))
+		bar.Finish()
+	}()
+	var lastShown time.Time
+	for {
+		time.Sleep(100 * time.Millisecond)
+		now := time.Now()
+		c := src.Counts()
+		if now.Sub(lastShown) >= time.Second { // silver's row count from its metadata, once a second
+			if st, err := p.lake.Stats(ctx, table.SilverEdits); err == nil {
+				bar.Set(st.Records)
+			}
+			bar.SetNote("sent " + humanize.Count(c.Sent) + "/" + humanize.Count(counts.Events))
+			lastShown = now
+		}
+		if c.Sent > 0 && firstSend.IsZero() {
+			firstSend = now
+		}
+		if c.Sent < counts.Events {
+			lastSend = now
+		}
+		st := p.status(ctx, stream.BronzeQuery, "silver")
+		// Done when the broker holds every event the replay holds (not
+		// merely sent: ingest may still be batching the last ones) and no
+		// query has anything left to read.
+		if c.Sent >= counts.Events && st.Drained(ingest.DefaultTopic, counts.OnTime) {
+			res.CatchUpSeconds = now.Sub(lastSend).Seconds()
+			writeHeapProfile(fmt.Sprintf("heap-%d-%s.prof", int64(ph.Rate), ph.Trigger))
+			return firstSend, lastSend, false
+		}
+		// Progress: the broker or any query moved.
+		if mark := fmt.Sprint(c.Sent, st.Topics[ingest.DefaultTopic], st.Lags()); mark != lastMark {
+			lastProgress, lastMark = now, mark
+		}
+		if now.Sub(lastProgress) > stallTimeout || now.After(hardCap) {
+			res.Error = fmt.Sprintf("the pipeline stopped catching up (no progress for %s, or over %s in all): %s", stallTimeout, 10*ph.Duration+5*time.Minute, st.Lags())
+			return firstSend, lastSend, false
+		}
+		select {
+		case err := <-errc:
+			res.Error = fmt.Sprintf("pipeline stopped: %v", err)
+			return firstSend, lastSend, true
+		default:
+		}
+	}
 }
 
 // measureTables reads silver's snapshots: freshness is each row's commit

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"lakehouse/internal/humanize"
@@ -47,47 +48,15 @@ var originalFigures = []struct {
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", stderr)
-	out := fs.String("out", "benchmarks", "directory for results.md, results.json and freshness.svg (with --soak: the soak's report)")
-	ratesS := fs.String("rates", "100,1000,5000,10000,50000", "publish rates of the phases, events/s")
-	phaseDur := fs.Duration("phase", 45*time.Second, "length of each phase's publishing")
-	triggersS := fs.String("triggers", "1s,10s", "stream triggers to run every rate with (the default trigger, and 10 s like the original)")
-	producerN := fs.Int("producer-events", 300_000, "events for the producer-ceiling measurement (0: skip)")
-	drainN := fs.Int("drain-events", 1_000_000, "backlog for the bronze drain measurement (0: skip)")
-	profile := fs.String("profile", "", "write cpu.prof (whole run) and heap-<phase>.prof (when each phase has caught up) to this directory")
-	render := fs.Bool("render", false, "only rewrite results.md and freshness.svg from the existing results.json in --out")
-	fs.BoolVar(&benchKeep, "keep", false, "keep each phase's data directory and print where it is")
-	fs.Int64Var(&benchMaxOffsets, "max-offsets-per-trigger", benchMaxOffsets, "bronze batch size cap in every phase")
-	searchStep := fs.Float64("search-step", 2500, "after the phases, step the rate up by this much (default trigger, 30 s phases) from the fastest phase that kept up until one does not or the highest --rates is reached (0: skip)")
-	smoke := fs.Bool("smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
-	var soak verify.SoakConfig
-	var soakOpt soakOptions
-	fs.DurationVar(&soak.Duration, "soak", 0, "run the soak instead of the phases: the appliance (`run`, defaults) as a child process fed a live-like stream for this long, sampled from outside; writes <out>/<soak-name>.md, .json and .svg")
-	fs.Float64Var(&soak.Rate, "soak-rate", verify.DefaultSoakRate, "soak: base rate, events/s")
-	fs.Float64Var(&soak.Burst, "soak-burst", verify.DefaultSoakBurst, "soak: rate during bursts, events/s")
-	fs.DurationVar(&soak.BurstEvery, "soak-burst-every", verify.DefaultSoakBurstEvery, "soak: a burst at the end of every such interval")
-	fs.DurationVar(&soak.BurstLength, "soak-burst-length", verify.DefaultSoakBurstLength, "soak: length of each burst")
-	fs.DurationVar(&soak.Sample, "soak-sample", verify.DefaultSoakSample, "soak: sampling interval")
-	fs.Int64Var(&soak.Seed, "soak-seed", 0, "soak: replay seed (0: random, recorded in the report)")
-	fs.IntVar(&soak.EventBytes, "soak-event-bytes", 0, "soak: pad every event (in its comment) to this many bytes (0: the generated events as they are, about 1.3 KB)")
-	soakArgs := fs.String("soak-args", "", `soak: extra arguments for the appliance's run, e.g. "--trigger 2s"`)
-	fs.StringVar(&soakOpt.name, "soak-name", "soak", "soak: base name of the report files in --out")
-	fs.BoolVar(&soakOpt.keep, "soak-keep", false, "soak: keep the data directory and the appliance's log (kept anyway when the soak fails)")
+	bf := registerBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if soak.Duration > 0 {
-		soak.ExtraArgs = strings.Fields(*soakArgs)
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find own binary: %w", err)
-		}
-		soak.Launch = func(args []string) *exec.Cmd { return exec.Command(exe, append([]string{"run"}, args...)...) }
-		soakOpt.out, soakOpt.command = *out, "go run . bench "+strings.Join(args, " ")
-		_, err = runSoak(ctx, soak, soakOpt, stdout)
-		return err
+	if bf.soak.Duration > 0 {
+		return runBenchSoak(ctx, bf, args, stdout)
 	}
-	if *render {
-		js, err := os.ReadFile(filepath.Join(*out, "results.json"))
+	if bf.render {
+		js, err := os.ReadFile(filepath.Join(bf.out, "results.json"))
 		if err != nil {
 			return err
 		}
@@ -95,17 +64,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := json.Unmarshal(js, &rep); err != nil {
 			return fmt.Errorf("read results.json: %w", err)
 		}
-		return writeBenchReport(*out, rep)
+		return writeBenchReport(bf.out, rep)
 	}
-	if *smoke {
-		*ratesS, *triggersS, *phaseDur, *producerN, *drainN, *searchStep = "200,2000", "500ms", 3*time.Second, 0, 0, 0
+	if bf.smoke {
+		bf.rates, bf.triggers, bf.phase, bf.producerN, bf.drainN, bf.searchStep = "200,2000", "500ms", 3*time.Second, 0, 0, 0
 	}
-	rates, err := parseFloats(*ratesS)
+	rates, err := parseFloats(bf.rates)
 	if err != nil {
 		return fmt.Errorf("--rates: %w", err)
 	}
 	var triggers []time.Duration
-	for _, s := range strings.Split(*triggersS, ",") {
+	for _, s := range strings.Split(bf.triggers, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
 			return fmt.Errorf("--triggers: %w", err)
@@ -121,39 +90,118 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		defer os.RemoveAll(base)
 	}
-	if *profile != "" {
-		if err := os.MkdirAll(*profile, 0o755); err != nil {
-			return err
-		}
-		f, err := os.Create(filepath.Join(*profile, "cpu.prof"))
+	if bf.profile != "" {
+		stop, err := startBenchProfile(bf.profile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-		benchHeapDir = *profile
+		defer stop()
 	}
 	rep := benchReport{When: time.Now().UTC(), Machine: machine(), Command: "go run . bench " + strings.Join(args, " ")}
+	if err := runBenchPhases(ctx, bf, &rep, rates, triggers, base, stdout); err != nil {
+		return err
+	}
+	if !bf.smoke {
+		if err := writeBenchReport(bf.out, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "bench: wrote %s\n", filepath.Join(bf.out, "results.md"))
+	}
+	return missingFromSilver(rep)
+}
+
+// benchFlags are bench's settings (the phases', the soak's).
+type benchFlags struct {
+	out, rates, triggers, profile string
+	phase                         time.Duration
+	producerN, drainN             int
+	render, smoke                 bool
+	searchStep                    float64
+	soak                          verify.SoakConfig
+	soakOpt                       soakOptions
+	soakArgs                      string
+}
+
+func registerBenchFlags(fs *flag.FlagSet) *benchFlags {
+	bf := &benchFlags{}
+	fs.StringVar(&bf.out, "out", "benchmarks", "directory for results.md, results.json and freshness.svg (with --soak: the soak's report)")
+	fs.StringVar(&bf.rates, "rates", "100,1000,5000,10000,50000", "publish rates of the phases, events/s")
+	fs.DurationVar(&bf.phase, "phase", 45*time.Second, "length of each phase's publishing")
+	fs.StringVar(&bf.triggers, "triggers", "1s,10s", "stream triggers to run every rate with (the default trigger, and 10 s like the original)")
+	fs.IntVar(&bf.producerN, "producer-events", 300_000, "events for the producer-ceiling measurement (0: skip)")
+	fs.IntVar(&bf.drainN, "drain-events", 1_000_000, "backlog for the bronze drain measurement (0: skip)")
+	fs.StringVar(&bf.profile, "profile", "", "write cpu.prof (whole run) and heap-<phase>.prof (when each phase has caught up) to this directory")
+	fs.BoolVar(&bf.render, "render", false, "only rewrite results.md and freshness.svg from the existing results.json in --out")
+	fs.BoolVar(&benchKeep, "keep", false, "keep each phase's data directory and print where it is")
+	fs.Int64Var(&benchMaxOffsets, "max-offsets-per-trigger", benchMaxOffsets, "bronze batch size cap in every phase")
+	fs.Float64Var(&bf.searchStep, "search-step", 2500, "after the phases, step the rate up by this much (default trigger, 30 s phases) from the fastest phase that kept up until one does not or the highest --rates is reached (0: skip)")
+	fs.BoolVar(&bf.smoke, "smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
+	fs.DurationVar(&bf.soak.Duration, "soak", 0, "run the soak instead of the phases: the appliance (`run`, defaults) as a child process fed a live-like stream for this long, sampled from outside; writes <out>/<soak-name>.md, .json and .svg")
+	fs.Float64Var(&bf.soak.Rate, "soak-rate", verify.DefaultSoakRate, "soak: base rate, events/s")
+	fs.Float64Var(&bf.soak.Burst, "soak-burst", verify.DefaultSoakBurst, "soak: rate during bursts, events/s")
+	fs.DurationVar(&bf.soak.BurstEvery, "soak-burst-every", verify.DefaultSoakBurstEvery, "soak: a burst at the end of every such interval")
+	fs.DurationVar(&bf.soak.BurstLength, "soak-burst-length", verify.DefaultSoakBurstLength, "soak: length of each burst")
+	fs.DurationVar(&bf.soak.Sample, "soak-sample", verify.DefaultSoakSample, "soak: sampling interval")
+	fs.Int64Var(&bf.soak.Seed, "soak-seed", 0, "soak: replay seed (0: random, recorded in the report)")
+	fs.IntVar(&bf.soak.EventBytes, "soak-event-bytes", 0, "soak: pad every event (in its comment) to this many bytes (0: the generated events as they are, about 1.3 KB)")
+	fs.StringVar(&bf.soakArgs, "soak-args", "", `soak: extra arguments for the appliance's run, e.g. "--trigger 2s"`)
+	fs.StringVar(&bf.soakOpt.name, "soak-name", "soak", "soak: base name of the report files in --out")
+	fs.BoolVar(&bf.soakOpt.keep, "soak-keep", false, "soak: keep the data directory and the appliance's log (kept anyway when the soak fails)")
+	return bf
+}
+
+// runBenchSoak runs the soak with this binary's run as the appliance.
+func runBenchSoak(ctx context.Context, bf *benchFlags, args []string, stdout io.Writer) error {
+	bf.soak.ExtraArgs = strings.Fields(bf.soakArgs)
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own binary: %w", err)
+	}
+	bf.soak.Launch = func(args []string) *exec.Cmd { return exec.Command(exe, append([]string{"run"}, args...)...) }
+	bf.soakOpt.out, bf.soakOpt.command = bf.out, "go run . bench "+strings.Join(args, " ")
+	_, err = runSoak(ctx, bf.soak, bf.soakOpt, stdout)
+	return err
+}
+
+// startBenchProfile writes a CPU profile of the whole run (and the phases'
+// heap profiles) to dir; the returned function stops it.
+func startBenchProfile(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, "cpu.prof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	benchHeapDir = dir
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// runBenchPhases runs every rate with every trigger, the stage ceilings,
+// and the step-up search for the fastest sustained rate, into rep.
+func runBenchPhases(ctx context.Context, bf *benchFlags, rep *benchReport, rates []float64, triggers []time.Duration, base string, stdout io.Writer) error {
 	show := display(stdout)
 	for _, trig := range triggers {
 		for _, rate := range rates {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			rep.Phases = append(rep.Phases, runPhase(ctx, benchPhase{Rate: rate, Trigger: trig, Duration: *phaseDur}, base, show))
+			rep.Phases = append(rep.Phases, runPhase(ctx, benchPhase{Rate: rate, Trigger: trig, Duration: bf.phase}, base, show))
 		}
 	}
-	if *producerN > 0 {
-		if rep.ProducerCeiling, err = producerCeiling(ctx, base, *producerN); err != nil {
+	var err error
+	if bf.producerN > 0 {
+		if rep.ProducerCeiling, err = producerCeiling(ctx, base, bf.producerN); err != nil {
 			return fmt.Errorf("producer ceiling: %w", err)
 		}
 		fmt.Fprintf(stdout, "bench: producer ceiling %s events/s\n", humanize.Count(int64(rep.ProducerCeiling)))
 	}
-	if *drainN > 0 {
-		if rep.BronzeDrainRate, rep.BronzeDrainMBps, err = bronzeDrain(ctx, base, *drainN); err != nil {
+	if bf.drainN > 0 {
+		if rep.BronzeDrainRate, rep.BronzeDrainMBps, err = bronzeDrain(ctx, base, bf.drainN); err != nil {
 			return fmt.Errorf("bronze drain: %w", err)
 		}
 		fmt.Fprintf(stdout, "bench: bronze drain %s records/s (%.1f MB/s)\n", humanize.Count(int64(rep.BronzeDrainRate)), rep.BronzeDrainMBps)
@@ -163,9 +211,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rep.MaxSustainedRate = p.Phase.Rate
 		}
 	}
-	if *searchStep > 0 && rep.MaxSustainedRate > 0 {
+	if bf.searchStep > 0 && rep.MaxSustainedRate > 0 {
 		top := slices.Max(rates)
-		for rate := rep.MaxSustainedRate + *searchStep; rate < top && ctx.Err() == nil; rate += *searchStep {
+		for rate := rep.MaxSustainedRate + bf.searchStep; rate < top && ctx.Err() == nil; rate += bf.searchStep {
 			p := runPhase(ctx, benchPhase{Rate: rate, Trigger: triggers[0], Duration: 30 * time.Second}, base, show)
 			rep.Search = append(rep.Search, p)
 			if !p.KeptUp {
@@ -174,12 +222,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rep.MaxSustainedRate = rate
 		}
 	}
-	if !*smoke {
-		if err := writeBenchReport(*out, rep); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "bench: wrote %s\n", filepath.Join(*out, "results.md"))
-	}
+	return nil
+}
+
+// missingFromSilver fails a run in which any phase lost an event on the way
+// to silver.
+func missingFromSilver(rep benchReport) error {
 	var missing []string
 	for _, p := range append(rep.Phases, rep.Search...) {
 		if p.Error != "" || p.FoundSilver != p.Expected || p.DistinctSilver != p.Expected {
