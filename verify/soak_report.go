@@ -161,19 +161,7 @@ func summarize(res *SoakResult) SoakSummary {
 			}
 		}
 	}
-	afterWarmup := 0
-	for _, s := range res.Samples {
-		if s.Elapsed >= sum.WarmupSeconds {
-			afterWarmup++
-			sum.PeakRSSMiB = max(sum.PeakRSSMiB, float64(s.RSSBytes)/mib)
-			sum.PeakAnonMiB = max(sum.PeakAnonMiB, float64(s.AnonBytes)/mib)
-		}
-		sum.MaxGoroutines = max(sum.MaxGoroutines, s.Runtime.Goroutines)
-		sum.PeakHWMMiB = max(sum.PeakHWMMiB, float64(s.HWMBytes)/mib)
-	}
-	if n := len(res.Samples); n > 0 {
-		sum.EndGoroutines = res.Samples[n-1].Runtime.Goroutines
-	}
+	summarizePeaks(&sum, res.Samples)
 	slope := func(val func(SoakSample) float64, needStatus bool) float64 {
 		var x, y []float64
 		for _, s := range half {
@@ -211,16 +199,50 @@ func summarize(res *SoakResult) SoakSummary {
 		sum.DataDirBytes = res.Samples[n-1].DataDirBytes
 	}
 
-	fresh := slices.Clone(res.fresh)
+	summarizeFreshness(&sum, res.fresh)
+	summarizeTables(&sum, res.Samples)
+	c := res.Report.Counts
+	sum.Verified = res.Verified
+	sum.Silver, sum.ExpectedSilver = c.Silver, res.Expect.Silver
+	sum.Broker, sum.ExpectedBroker = c.Broker+c.BrokerTrimmed, res.Expect.Messages // what it stored, trimmed or not
+	sum.DLQ, sum.ExpectedDLQ = c.DLQ, res.Expect.DLQ
+	sum.FailedChecks = res.Report.FailedNames()
+	sum.EverythingInSilver = res.Verified && c.Silver == res.Expect.Silver && c.SilverDistinct == res.Expect.Silver
+	return sum
+}
+
+// summarizePeaks fills the peak memory (after warm-up, and the high-water
+// mark of the whole run) and the goroutine counts.
+func summarizePeaks(sum *SoakSummary, samples []SoakSample) {
+	for _, s := range samples {
+		if s.Elapsed >= sum.WarmupSeconds {
+			sum.PeakRSSMiB = max(sum.PeakRSSMiB, float64(s.RSSBytes)/mib)
+			sum.PeakAnonMiB = max(sum.PeakAnonMiB, float64(s.AnonBytes)/mib)
+		}
+		sum.MaxGoroutines = max(sum.MaxGoroutines, s.Runtime.Goroutines)
+		sum.PeakHWMMiB = max(sum.PeakHWMMiB, float64(s.HWMBytes)/mib)
+	}
+	if n := len(samples); n > 0 {
+		sum.EndGoroutines = samples[n-1].Runtime.Goroutines
+	}
+}
+
+// summarizeFreshness fills the freshness quantiles from the rows' ages.
+func summarizeFreshness(sum *SoakSummary, ages []float64) {
+	fresh := slices.Clone(ages)
 	slices.Sort(fresh)
 	sum.FreshRows = int64(len(fresh))
 	sum.FreshP50, sum.FreshP95, sum.FreshP99 = finite(Quantile(fresh, 0.50)), finite(Quantile(fresh, 0.95)), finite(Quantile(fresh, 0.99))
 	if len(fresh) > 0 {
 		sum.FreshMax = fresh[len(fresh)-1]
 	}
+}
 
+// summarizeTables fills each table's most and last snapshots, files and
+// metadata size over the samples.
+func summarizeTables(sum *SoakSummary, samples []SoakSample) {
 	byTable := map[string]*SoakTableSummary{}
-	for _, s := range res.Samples {
+	for _, s := range samples {
 		for name, t := range s.Tables {
 			ts := byTable[name]
 			if ts == nil {
@@ -242,15 +264,6 @@ func summarize(res *SoakResult) SoakSummary {
 		}
 	}
 	slices.SortFunc(sum.Tables, func(a, b SoakTableSummary) int { return compareTables(a.Table, b.Table) })
-
-	c := res.Report.Counts
-	sum.Verified = res.Verified
-	sum.Silver, sum.ExpectedSilver = c.Silver, res.Expect.Silver
-	sum.Broker, sum.ExpectedBroker = c.Broker+c.BrokerTrimmed, res.Expect.Messages // what it stored, trimmed or not
-	sum.DLQ, sum.ExpectedDLQ = c.DLQ, res.Expect.DLQ
-	sum.FailedChecks = res.Report.FailedNames()
-	sum.EverythingInSilver = res.Verified && c.Silver == res.Expect.Silver && c.SilverDistinct == res.Expect.Silver
-	return sum
 }
 
 func yes(ok bool) string {
