@@ -30,6 +30,13 @@
 // backoff and recovers from the checkpoint again, the same path as a
 // restart, so the same guarantees hold; Paused reports the pause meanwhile.
 //
+// Silver and sessions are event-time queries: EventTime drives them
+// (each batch's watermark planned from the state before it and fixed in its
+// offset entry, state versions loaded, dropped after a failed fold and
+// encoded, the batch's counters kept for its progress row and snapshot
+// summary), and each supplies its EventFold: how its state is rebuilt,
+// folded and encoded.
+//
 // State belongs to the runner: the checkpoint is the StateStore of a
 // stateful query (state/<N>), and the runner hands it to the processor's
 // LoadState before planning a batch (its watermark comes from the state

@@ -3,7 +3,6 @@ package sessions
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,171 +28,116 @@ var (
 	_ stream.StatsReporter     = (*Processor)(nil)
 )
 
-// Processor is the sessions query's stream.StatefulProcessor and
-// stream.MetaPlanner. It is used by one query runner at a time.
+// Processor is the sessions query's processor: stream's event-time driver
+// (watermark planning, state versions, counters) around the sessions fold.
+// It is used by one query runner at a time.
 type Processor struct {
+	*stream.EventTime[*state]
+	f *fold
+}
+
+// fold is what sessions adds to the event-time driver.
+type fold struct {
 	cfg   Config
-	store stream.StateStore // where state versions are read from (the runner's, see LoadState); may be nil
 	alloc memory.Allocator
-	now   func() time.Time
-
-	st    *state
-	buf   []byte // SaveState's encoding buffer, reused while small (stream.KeepStateBuffer)
-	edits []edit // Process's on-time rows, reused
-
-	stats      stream.ProcessStats // of the last processed batch
-	statsBatch int64               // which batch stats belongs to
+	edits []edit // Fold's on-time rows, reused
 }
 
 // NewProcessor returns a sessions processor. Its state versions come from
 // the store the runner hands to LoadState.
 func NewProcessor(cfg Config) *Processor {
-	return &Processor{cfg: cfg.withDefaults(), alloc: memory.DefaultAllocator, now: time.Now, statsBatch: -1}
+	f := &fold{cfg: cfg.withDefaults(), alloc: memory.DefaultAllocator}
+	return &Processor{EventTime: stream.NewEventTime[*state](f, f.cfg.WatermarkDelay, hookStateEncoded), f: f}
 }
 
 // Config returns the processor's configuration with defaults filled in.
-func (p *Processor) Config() Config { return p.cfg }
-
-func (p *Processor) load() loader {
-	if p.store == nil {
-		return nil
-	}
-	return p.store.LoadState
-}
-
-// ensure makes the in-memory state version v, rebuilding it from the store
-// if it is another version. A version the checkpoint does
-// not have (it was lost, and the query continues from the table's marker)
-// is replaced by an empty state, logged; a broken delta chain is an error.
-func (p *Processor) ensure(v int64) error {
-	if p.st != nil && p.st.Version == v {
-		return nil
-	}
-	st, err := rebuild(v, nil, p.load())
-	if errors.Is(err, stream.ErrNoEntry) {
-		p.cfg.Logger.Error("SESSIONS STATE LOST: starting with no open sessions", "version", v, "err", err)
-		st, err = newState(v), nil
-	}
-	if err != nil {
-		return err
-	}
-	p.st = st
-	return nil
-}
-
-// PlanMeta fixes batch b's watermark: the newest event time of the batches
-// before it minus WatermarkDelay, never below the previous watermark.
-func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessage, error) {
-	if err := p.ensure(b.ID - 1); err != nil {
-		return nil, fmt.Errorf("plan sessions batch %d: %w", b.ID, err)
-	}
-	raw, err := stream.PlanEventTimeMeta(p.st.Watermark, p.st.MaxEvent, p.cfg.WatermarkDelay, p.now())
-	if err != nil {
-		return nil, fmt.Errorf("plan sessions batch %d: %w", b.ID, err)
-	}
-	return raw, nil
-}
-
-// LoadState makes the state version (after batch version), reading it, and
-// the deltas' chain, from store when it holds another version
-// (stream.StatefulProcessor).
-func (p *Processor) LoadState(_ context.Context, store stream.StateStore, version int64) error {
-	p.store = store
-	return p.ensure(version)
-}
-
-// SaveState returns the open sessions after the last processed batch: a
-// delta of what that batch changed, or a full snapshot every MaxDeltaChain
-// versions (and whenever the deltas since the last snapshot outgrow the
-// live state, or the batch's changes are not known: the state was just
-// rebuilt). The returned bytes are only valid until the next SaveState
-// call (the buffer is reused); the runner writes them durably before the
-// next batch.
-func (p *Processor) SaveState(context.Context) ([]byte, error) {
-	s := p.st
-	if s == nil {
-		return nil, errors.New("save session state: nothing processed")
-	}
-	kind := byte(kindFull)
-	var units int
-	if s.tracked && s.lastFull >= 0 && s.Version-s.lastFull < int64(p.cfg.MaxDeltaChain) {
-		if units = s.pendingUnits(); s.units+units <= s.liveUnits() {
-			kind = kindDelta
-		}
-	}
-	b := s.encode(kind, p.buf)
-	p.buf = stream.KeepStateBuffer(b)
-	if kind == kindFull {
-		s.lastFull, s.units = s.Version, 0
-	} else {
-		s.units += units
-	}
-	fault.Hit(hookStateEncoded)
-	return b, nil
-}
-
-// BatchStats returns the counters of the last processed batch
-// (stream.StatsReporter): late and duplicate rows dropped, unparseable rows,
-// and the watermark the batch used.
-func (p *Processor) BatchStats() stream.ProcessStats { return p.stats }
+func (p *Processor) Config() Config { return p.f.cfg }
 
 // Props returns the snapshot-summary properties of batch b (after it was
 // processed): its watermark, counters and the state version it produced.
 func (p *Processor) Props(b stream.Batch) map[string]string {
-	return lakeio.BatchProps(b, p.statsBatch, p.stats)
+	batch, stats := p.LastStats()
+	return lakeio.BatchProps(b, batch, stats)
 }
 
 // OpenSessions returns the number of open sessions held in state.
 func (p *Processor) OpenSessions() int {
-	if p.st == nil {
+	st, ok := p.State()
+	if !ok {
 		return 0
 	}
 	n := 0
-	for _, ed := range p.st.Editors {
+	for _, ed := range st.Editors {
 		n += len(ed.Sessions)
 	}
 	return n
 }
 
-// Process folds silver rows into open sessions and emits the sessions the
+// state returns the held state (nil: none), for tests.
+func (p *Processor) state() *state {
+	st, _ := p.State()
+	return st
+}
+
+// Rebuild returns state version v from store and the deltas before it. A
+// version the store does not have (it was lost, and the query continues
+// from the table's marker) is replaced by an empty state, logged; a broken
+// delta chain is an error.
+func (f *fold) Rebuild(_ context.Context, store stream.StateStore, v int64) (*state, error) {
+	var load loader
+	if store != nil {
+		load = store.LoadState
+	}
+	st, err := rebuild(v, nil, load)
+	if errors.Is(err, stream.ErrNoEntry) {
+		f.cfg.Logger.Error("SESSIONS STATE LOST: starting with no open sessions", "version", v, "err", err)
+		st, err = newState(v), nil
+	}
+	return st, err
+}
+
+// Encode returns the open sessions after the last processed batch: a delta
+// of what that batch changed, or a full snapshot every MaxDeltaChain
+// versions (and whenever the deltas since the last snapshot outgrow the
+// live state, or the batch's changes are not known: the state was just
+// rebuilt).
+func (f *fold) Encode(s *state, dst []byte) ([]byte, error) {
+	kind := byte(kindFull)
+	var units int
+	if s.tracked && s.lastFull >= 0 && s.Version-s.lastFull < int64(f.cfg.MaxDeltaChain) {
+		if units = s.pendingUnits(); s.units+units <= s.liveUnits() {
+			kind = kindDelta
+		}
+	}
+	b := s.encode(kind, dst)
+	if kind == kindFull {
+		s.lastFull, s.units = s.Version, 0
+	} else {
+		s.units += units
+	}
+	return b, nil
+}
+
+// Fold folds silver rows into open sessions and emits the sessions the
 // batch's watermark closes.
-func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	defer func() {
-		for _, r := range in {
-			r.Release()
-		}
-	}()
-	meta, err := ParseMeta(b.Meta)
-	if err != nil {
-		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
-	}
-	if err := p.ensure(b.ID - 1); err != nil {
-		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
-	}
-	s := p.st
+func (f *fold) Fold(_ context.Context, s *state, b stream.Batch, meta stream.EventTimeMeta, in []arrow.RecordBatch) ([]arrow.RecordBatch, stream.ProcessStats, error) {
+	var c stream.ProcessStats
 	s.resetDelta()
-	done := false
-	defer func() {
-		if !done {
-			p.st = nil // partly applied: rebuild from the checkpoint next time
-		}
-	}()
 	wm := meta.WatermarkMicros()
-	c := stream.ProcessStats{Watermark: meta.Watermark}
-	maxLen := p.cfg.maxLength()
+	maxLen := f.cfg.maxLength()
 	if wm != noTime && s.MaxEvent != noTime && s.MaxEvent-wm >= maxLen {
 		// Planned with a longer delay than the maximum (a changed
 		// configuration): splits may then depend on the batching.
-		p.cfg.Logger.Error("sessions: watermark trails the newest event by more than the maximum session length",
-			"batch", b.ID, "lag", time.Duration(s.MaxEvent-wm)*time.Microsecond, "max", p.cfg.MaxSessionLength)
+		f.cfg.Logger.Error("sessions: watermark trails the newest event by more than the maximum session length",
+			"batch", b.ID, "lag", time.Duration(s.MaxEvent-wm)*time.Microsecond, "max", f.cfg.MaxSessionLength)
 	}
-	s.release(wm, p.cfg.SessionGap, maxLen)
+	s.release(wm, f.cfg.SessionGap, maxLen)
 	maxEvent := s.MaxEvent
-	edits := p.edits[:0]
+	edits := f.edits[:0]
 	for _, rec := range in {
 		cols, err := silverColumns(rec)
 		if err != nil {
-			return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
+			return nil, c, fmt.Errorf("sessions: %w", err)
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			e := cols.edit(i)
@@ -209,23 +153,22 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 	// maximum length relies on (see state.add).
 	slices.SortStableFunc(edits, func(a, b edit) int { return cmp.Compare(a.At, b.At) })
 	for _, e := range edits {
-		s.add(e, p.cfg.SessionGap, maxLen)
+		s.add(e, f.cfg.SessionGap, maxLen)
 	}
 	clear(edits) // they point into the batch's Arrow buffers
-	p.edits = edits[:0]
+	f.edits = edits[:0]
 	if c.DroppedByWatermark > 0 {
-		p.cfg.Logger.Warn("sessions: late silver rows dropped", "batch", b.ID, "count", c.DroppedByWatermark)
+		f.cfg.Logger.Warn("sessions: late silver rows dropped", "batch", b.ID, "count", c.DroppedByWatermark)
 	}
-	closed := s.close(wm, p.cfg.SessionGap)
+	closed := s.close(wm, f.cfg.SessionGap)
 	s.Version, s.MaxEvent, s.Watermark = b.ID, maxEvent, wm
 
-	rec, err := buildSessions(p.alloc, closed, meta.Planned)
+	rec, err := buildSessions(f.alloc, closed, meta.Planned)
 	if err != nil {
-		return nil, fmt.Errorf("process sessions batch %d: %w", b.ID, err)
+		return nil, c, fmt.Errorf("sessions: %w", err)
 	}
-	p.stats, p.statsBatch = c, b.ID
-	s.tracked, done = true, true
-	return []arrow.RecordBatch{rec}, nil
+	s.tracked = true
+	return []arrow.RecordBatch{rec}, c, nil
 }
 
 // silverCols reads the silver.edits columns sessions needs, by name.

@@ -76,14 +76,14 @@ func TestSES2StateLoads(t *testing.T) {
 		if i != ses2Version {
 			continue
 		}
-		if len(h.p.st.holding) == 0 {
+		if len(h.p.state().holding) == 0 {
 			t.Fatalf("state %d holds no edits: the scenario no longer covers held edits", i)
 		}
 		got, err := rebuild(ses2Version, nil, old)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := diffState(h.p.st, got); d != "" {
+		if d := diffState(h.p.state(), got); d != "" {
 			t.Fatalf("SES2 state %d: %s", ses2Version, d)
 		}
 	}
@@ -96,7 +96,7 @@ func TestSES2StateLoads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	up.p.cfg.MaxDeltaChain = 100 // the next states are deltas on top of the SES2 files
+	up.p.f.cfg.MaxDeltaChain = 100 // the next states are deltas on top of the SES2 files
 	up.next = ses2Version + 1
 	for id := int64(ses2Version + 1); id < int64(len(batches)); id++ {
 		if rows, _ := up.run(up.p, id, batches[id]); !slices.Equal(rows, want[id]) {
@@ -114,7 +114,7 @@ func TestSES2StateLoads(t *testing.T) {
 			up.p = NewProcessor(ses2Config)
 		}
 	}
-	if d := diffState(h.p.st, up.p.st); d != "" {
+	if d := diffState(h.p.state(), up.p.state()); d != "" {
 		t.Errorf("state after the upgrade: %s", d)
 	}
 }

@@ -447,3 +447,10 @@ func sessionID(wiki, user string, start int64) string {
 	h.Write(b[:])
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
+
+// StateVersion is the batch the state is after (stream.EventState).
+func (s *state) StateVersion() int64 { return s.Version }
+
+// Clock is the watermark of that batch and the newest event time seen
+// (stream.EventState).
+func (s *state) Clock() (watermark, maxEvent int64) { return s.Watermark, s.MaxEvent }

@@ -211,7 +211,7 @@ func TestStateRebuildProperty(t *testing.T) {
 						ref.add(e, gap.Microseconds())
 					}
 				}
-				for ed := range h.p.st.holding {
+				for ed := range h.p.state().holding {
 					if ed.d != nil {
 						held += len(ed.d.newHeld)
 					}
@@ -233,7 +233,7 @@ func TestStateRebuildProperty(t *testing.T) {
 					if !slices.Equal(again, rows) || dropped2 != dropped {
 						t.Fatalf("batch %d replay: got %v (late %d), want %v (late %d)", n, again, dropped2, rows, dropped)
 					}
-					if d := diffState(h.p.st, fresh.st); d != "" {
+					if d := diffState(h.p.state(), fresh.state()); d != "" {
 						t.Fatalf("batch %d replay: state: %s", n, d)
 					}
 					checkRebuild(t, h, id)
@@ -266,7 +266,7 @@ func checkRebuild(t *testing.T, h *harness, id int64) byte {
 	if err != nil {
 		t.Fatalf("rebuild state %d: %v", id, err)
 	}
-	if d := diffState(h.p.st, got); d != "" {
+	if d := diffState(h.p.state(), got); d != "" {
 		t.Fatalf("state %d rebuilt from the checkpoint: %s", id, d)
 	}
 	b, err := h.cp.LoadState(id)
@@ -291,7 +291,7 @@ func abandonBatch(t *testing.T, h *harness, id int64, edits []edit) {
 	if _, err := h.p.Process(ctx, b, []arrow.RecordBatch{silverRecord(t, edits), badRecord()}); err == nil {
 		t.Fatalf("batch %d with a bad record: no error", id)
 	}
-	if h.p.st != nil {
+	if h.p.state() != nil {
 		t.Fatalf("batch %d: partial state kept after a failed Process", id)
 	}
 }

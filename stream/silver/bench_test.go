@@ -188,12 +188,12 @@ func BenchmarkDedupStateMemory(b *testing.B) {
 		var m0 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		p := NewProcessor(Config{Logger: quietLogger()})
-		p.st = newState(-1)
+		s := newState(-1)
+		var buf []byte
 		var fullBytes, maxLive int
 		var at6M float64
 		n := 0
 		for sec := 0; sec < seconds; sec++ {
-			s := p.st
 			wm := s.watermark
 			if s.maxEvent != noTime {
 				wm = max(wm, s.maxEvent-delay.Microseconds())
@@ -210,14 +210,15 @@ func BenchmarkDedupStateMemory(b *testing.B) {
 			}
 			s.version, s.maxEvent, s.watermark = int64(sec), et, wm
 			s.evict(wm, delay)
-			st, err := p.SaveState(context.Background())
+			st, err := p.f.Encode(s, buf)
 			if err != nil {
 				b.Fatal(err)
 			}
+			buf = stream.KeepStateBuffer(st)
 			if st[4] == kindFull {
 				fullBytes = len(st)
 			}
-			if live := p.LiveIDs(); live > maxLive {
+			if live := len(s.ids); live > maxLive {
 				maxLive = live
 				if at6M == 0 && live >= 6_000_000 {
 					runtime.GC()
@@ -231,7 +232,7 @@ func BenchmarkDedupStateMemory(b *testing.B) {
 		runtime.GC()
 		var m1 runtime.MemStats
 		runtime.ReadMemStats(&m1)
-		live := p.LiveIDs()
+		live := len(s.ids)
 		b.ReportMetric(at6M, "at6M-heap-B/id")
 		b.ReportMetric(float64(live), "live-ids")
 		b.ReportMetric(float64(maxLive), "max-live-ids")

@@ -2,7 +2,6 @@ package silver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -31,209 +30,153 @@ var (
 	_ stream.StatsReporter     = (*Processor)(nil)
 )
 
-// Processor is silver's stream.StatefulProcessor and stream.MetaPlanner.
-// It is used by one query runner at a time.
+// Processor is silver's processor: stream's event-time driver (watermark
+// planning, state versions, counters) around the silver fold. It is used by
+// one query runner at a time.
 type Processor struct {
-	cfg   Config
-	store stream.StateStore // where state versions are read from (the runner's, see LoadState); may be nil
-	alloc memory.Allocator
-	now   func() time.Time
+	*stream.EventTime[*state]
+	f *fold
+}
 
-	st  *state
-	buf []byte // SaveState's encoding buffer, reused while small (stream.KeepStateBuffer)
+// fold is what silver adds to the event-time driver: parsing, the late
+// filter and deduplication within the watermark.
+type fold struct {
+	cfg   Config
+	alloc memory.Allocator
 
 	lake  *table.Lake // set by NewQuery: rebuilds a lost state from silver.edits
 	query string
-
-	stats      stream.ProcessStats // of the last processed batch
-	statsBatch int64               // which batch stats belongs to
+	store stream.StateStore // the last store Rebuild read from, for messages
 }
 
 // NewProcessor returns a silver processor. Its state versions come from the
 // store the runner hands to LoadState.
 func NewProcessor(cfg Config) *Processor {
-	return &Processor{cfg: cfg.withDefaults(), alloc: memory.DefaultAllocator, now: time.Now, statsBatch: -1}
+	f := &fold{cfg: cfg.withDefaults(), alloc: memory.DefaultAllocator}
+	return &Processor{EventTime: stream.NewEventTime[*state](f, f.cfg.WatermarkDelay, hookStateEncoded), f: f}
 }
 
 // Config returns the processor's configuration with defaults filled in.
-func (p *Processor) Config() Config { return p.cfg }
-
-func (p *Processor) load() loader {
-	if p.store == nil {
-		return nil
-	}
-	return p.store.LoadState
-}
-
-// ensure makes the in-memory state version v, rebuilding it from the
-// checkpoint if it is another version.
-//
-// A version the checkpoint does not have (a lost checkpoint), or holds
-// corrupt (a bad file, a broken delta chain), is rebuilt from silver.edits
-// when the processor knows the lake: the table is the source of truth for
-// what silver holds. Without the lake a lost state starts empty (logged)
-// and a corrupt one is an error naming the state directory.
-func (p *Processor) ensure(ctx context.Context, v int64) error {
-	if p.st != nil && p.st.version == v {
-		return nil
-	}
-	st, err := rebuild(v, nil, p.load(), p.cfg.WatermarkDelay)
-	switch {
-	case errors.Is(err, stream.ErrNoEntry):
-		st, err = p.lostState(ctx, v, err)
-	case errors.Is(err, ErrCorruptState) && p.lake != nil:
-		p.cfg.Logger.Error("SILVER DEDUP STATE CORRUPT: rebuilding it from silver.edits; the corrupt files stay for inspection",
-			"version", v, "state_dir", p.stateDir(), "err", err)
-		st, err = p.lostState(ctx, v, err)
-	case errors.Is(err, ErrCorruptState):
-		err = fmt.Errorf("%w (in %s)", err, p.stateDir())
-	}
-	if err != nil {
-		return err
-	}
-	p.st = st
-	return nil
-}
-
-// stateDir is where the store keeps the state versions ("" without one).
-func (p *Processor) stateDir() string {
-	if p.store == nil {
-		return ""
-	}
-	return p.store.StateDir()
-}
-
-// lostState replaces state version v when the checkpoint does not have it
-// (the checkpoint was lost and the query continues from the table's
-// marker): rebuilt from silver.edits when the processor knows the lake,
-// otherwise empty.
-func (p *Processor) lostState(ctx context.Context, v int64, cause error) (*state, error) {
-	if p.lake == nil {
-		p.cfg.Logger.Error("SILVER DEDUP STATE LOST: starting with an empty state; resends of events already in silver will be written again",
-			"version", v, "err", cause)
-		return newState(v), nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.RecoverTimeout)
-	defer cancel()
-	st, err := stateFromTable(ctx, p.lake, p.query, v, p.cfg.WatermarkDelay)
-	if err != nil {
-		return nil, fmt.Errorf("state version %d lost (%v): %w", v, cause, err)
-	}
-	p.cfg.Logger.Error("SILVER DEDUP STATE LOST: rebuilt from silver.edits",
-		"version", v, "ids", len(st.ids), "watermark", microsTime(st.watermark), "err", cause)
-	return st, nil
-}
-
-// PlanMeta fixes batch b's watermark: the newest event time of the batches
-// before it minus WatermarkDelay, never below the previous watermark.
-func (p *Processor) PlanMeta(ctx context.Context, b stream.Batch) (json.RawMessage, error) {
-	if err := p.ensure(ctx, b.ID-1); err != nil {
-		return nil, fmt.Errorf("plan silver batch %d: %w", b.ID, err)
-	}
-	raw, err := stream.PlanEventTimeMeta(p.st.watermark, p.st.maxEvent, p.cfg.WatermarkDelay, p.now())
-	if err != nil {
-		return nil, fmt.Errorf("plan silver batch %d: %w", b.ID, err)
-	}
-	return raw, nil
-}
-
-// LoadState makes the state version (the state after batch version),
-// reading it, and the deltas' chain, from store when it holds another
-// version (stream.StatefulProcessor).
-func (p *Processor) LoadState(ctx context.Context, store stream.StateStore, version int64) error {
-	p.store = store
-	return p.ensure(ctx, version)
-}
-
-// SaveState returns the state after the last processed batch: a delta of
-// the ids it added, or a full snapshot every MaxDeltaChain versions (and
-// whenever the deltas since the last snapshot outgrow the live state). The
-// returned bytes are only valid until the next SaveState call (the buffer
-// is reused); the runner writes them durably before the next batch.
-func (p *Processor) SaveState(context.Context) ([]byte, error) {
-	s := p.st
-	if s == nil {
-		return nil, errors.New("save silver state: nothing processed")
-	}
-	kind := byte(kindDelta)
-	if s.lastFull < 0 || s.version-s.lastFull >= int64(p.cfg.MaxDeltaChain) ||
-		s.deltaEntries+len(s.added) > len(s.ids) {
-		kind = kindFull
-	}
-	b := s.encode(kind, p.cfg.WatermarkDelay, p.buf)
-	p.buf = stream.KeepStateBuffer(b)
-	if kind == kindFull {
-		s.lastFull, s.deltaEntries = s.version, 0
-	} else {
-		s.deltaEntries += len(s.added)
-	}
-	fault.Hit(hookStateEncoded)
-	return b, nil
-}
-
-// BatchStats returns the counters of the last processed batch
-// (stream.StatsReporter): late and duplicate rows dropped, unparseable rows,
-// and the watermark the batch used.
-func (p *Processor) BatchStats() stream.ProcessStats { return p.stats }
+func (p *Processor) Config() Config { return p.f.cfg }
 
 // Props returns the snapshot-summary properties of batch b (after it was
 // processed): its watermark, counters and the state version it produced.
 func (p *Processor) Props(b stream.Batch) map[string]string {
-	return lakeio.BatchProps(b, p.statsBatch, p.stats)
+	batch, stats := p.LastStats()
+	return lakeio.BatchProps(b, batch, stats)
 }
 
 // LiveIDs returns the number of ids in the dedup state (including expired
 // ones not yet swept).
 func (p *Processor) LiveIDs() int {
-	if p.st == nil {
+	st, ok := p.State()
+	if !ok {
 		return 0
 	}
-	return len(p.st.ids)
+	return len(st.ids)
 }
 
-// Process turns bronze rows into silver rows (see the package comment).
-func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	defer func() {
-		for _, r := range in {
-			r.Release()
-		}
-	}()
-	meta, err := ParseMeta(b.Meta)
-	if err != nil {
-		return nil, fmt.Errorf("process silver batch %d: %w", b.ID, err)
-	}
-	if p.st == nil || p.st.version != b.ID-1 {
-		if err := p.ensure(ctx, b.ID-1); err != nil {
-			return nil, fmt.Errorf("process silver batch %d: %w", b.ID, err)
-		}
-	}
-	s := p.st
-	s.added = s.added[:0]
-	done := false
-	defer func() {
-		if !done {
-			p.st = nil // partly applied: rebuild from the checkpoint next time
-		}
-	}()
-	wm := meta.WatermarkMicros()
-	delay := p.cfg.WatermarkDelay
+// state returns the held state (nil: none), for tests.
+func (p *Processor) state() *state {
+	st, _ := p.State()
+	return st
+}
 
-	out, err := newEditBuilder(p.alloc, meta.Planned)
+// Rebuild returns state version v from store and the deltas before it.
+//
+// A version the store does not have (a lost checkpoint), or holds corrupt
+// (a bad file, a broken delta chain), is rebuilt from silver.edits when the
+// processor knows the lake: the table is the source of truth for what
+// silver holds. Without the lake a lost state starts empty (logged) and a
+// corrupt one is an error naming the state directory.
+func (f *fold) Rebuild(ctx context.Context, store stream.StateStore, v int64) (*state, error) {
+	f.store = store
+	var load loader
+	if store != nil {
+		load = store.LoadState
+	}
+	st, err := rebuild(v, nil, load, f.cfg.WatermarkDelay)
+	switch {
+	case errors.Is(err, stream.ErrNoEntry):
+		st, err = f.lostState(ctx, v, err)
+	case errors.Is(err, ErrCorruptState) && f.lake != nil:
+		f.cfg.Logger.Error("SILVER DEDUP STATE CORRUPT: rebuilding it from silver.edits; the corrupt files stay for inspection",
+			"version", v, "state_dir", f.stateDir(), "err", err)
+		st, err = f.lostState(ctx, v, err)
+	case errors.Is(err, ErrCorruptState):
+		err = fmt.Errorf("%w (in %s)", err, f.stateDir())
+	}
+	return st, err
+}
+
+// stateDir is where the store keeps the state versions ("" without one).
+func (f *fold) stateDir() string {
+	if f.store == nil {
+		return ""
+	}
+	return f.store.StateDir()
+}
+
+// lostState replaces state version v when the store does not have it (the
+// checkpoint was lost and the query continues from the table's marker):
+// rebuilt from silver.edits when the processor knows the lake, otherwise
+// empty.
+func (f *fold) lostState(ctx context.Context, v int64, cause error) (*state, error) {
+	if f.lake == nil {
+		f.cfg.Logger.Error("SILVER DEDUP STATE LOST: starting with an empty state; resends of events already in silver will be written again",
+			"version", v, "err", cause)
+		return newState(v), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.RecoverTimeout)
+	defer cancel()
+	st, err := stateFromTable(ctx, f.lake, f.query, v, f.cfg.WatermarkDelay)
 	if err != nil {
-		return nil, fmt.Errorf("process silver batch %d: %w", b.ID, err)
+		return nil, fmt.Errorf("state version %d lost (%v): %w", v, cause, err)
+	}
+	f.cfg.Logger.Error("SILVER DEDUP STATE LOST: rebuilt from silver.edits",
+		"version", v, "ids", len(st.ids), "watermark", microsTime(st.watermark), "err", cause)
+	return st, nil
+}
+
+// Encode returns the state after the last processed batch: a delta of the
+// ids it added, or a full snapshot every MaxDeltaChain versions (and
+// whenever the deltas since the last snapshot outgrow the live state).
+func (f *fold) Encode(s *state, dst []byte) ([]byte, error) {
+	kind := byte(kindDelta)
+	if s.lastFull < 0 || s.version-s.lastFull >= int64(f.cfg.MaxDeltaChain) ||
+		s.deltaEntries+len(s.added) > len(s.ids) {
+		kind = kindFull
+	}
+	b := s.encode(kind, f.cfg.WatermarkDelay, dst)
+	if kind == kindFull {
+		s.lastFull, s.deltaEntries = s.version, 0
+	} else {
+		s.deltaEntries += len(s.added)
+	}
+	return b, nil
+}
+
+// Fold turns bronze rows into silver rows (see the package comment).
+func (f *fold) Fold(ctx context.Context, s *state, b stream.Batch, meta stream.EventTimeMeta, in []arrow.RecordBatch) ([]arrow.RecordBatch, stream.ProcessStats, error) {
+	var c stream.ProcessStats
+	s.added = s.added[:0]
+	wm := meta.WatermarkMicros()
+	delay := f.cfg.WatermarkDelay
+	out, err := newEditBuilder(f.alloc, meta.Planned)
+	if err != nil {
+		return nil, c, fmt.Errorf("silver: %w", err)
 	}
 	defer out.release()
-	c := stream.ProcessStats{Watermark: meta.Watermark}
 	maxEvent := s.maxEvent
 	var firstBad error
 	for _, rec := range in {
 		cols, err := bronzeColumns(rec)
 		if err != nil {
-			return nil, fmt.Errorf("process silver batch %d: %w", b.ID, err)
+			return nil, c, fmt.Errorf("silver: %w", err)
 		}
-		parsed, err := parseAll(ctx, cols, int(rec.NumRows()), p.cfg.MaxEventAhead)
+		parsed, err := parseAll(ctx, cols, int(rec.NumRows()), f.cfg.MaxEventAhead)
 		if err != nil {
-			return nil, err
+			return nil, c, err
 		}
 		for i := range parsed {
 			e, err := &parsed[i].e, parsed[i].err
@@ -262,15 +205,12 @@ func (p *Processor) Process(ctx context.Context, b stream.Batch, in []arrow.Reco
 		}
 	}
 	if c.Unparseable > 0 {
-		p.cfg.Logger.Warn("silver: unparseable bronze rows (kept in bronze, not in silver)",
+		f.cfg.Logger.Warn("silver: unparseable bronze rows (kept in bronze, not in silver)",
 			"batch", b.ID, "count", c.Unparseable, "first", firstBad)
 	}
 	s.version, s.maxEvent, s.watermark = b.ID, maxEvent, wm
 	s.evict(wm, delay)
-
-	p.stats, p.statsBatch = c, b.ID
-	done = true
-	return []arrow.RecordBatch{out.build()}, nil
+	return []arrow.RecordBatch{out.build()}, c, nil
 }
 
 // parseChunk is how many rows one parsing goroutine takes at a time.

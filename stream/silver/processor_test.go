@@ -109,10 +109,10 @@ func TestResendAfterExpiryIsLate(t *testing.T) {
 	h.batch(eventJSON(ev{ID: uuidFor(8), At: t0.Add(delay + 5*time.Minute)}))
 	h.batch(eventJSON(ev{ID: uuidFor(9), At: t0.Add(2*delay + 5*time.Minute)}))
 	h.batch(eventJSON(ev{ID: uuidFor(10), At: t0.Add(2*delay + 6*time.Minute)}))
-	if h.p.st.watermark <= t0.Add(delay).UnixMicro() {
-		t.Fatalf("watermark %v has not passed event_time + delay %v", microsTime(h.p.st.watermark), t0.Add(delay))
+	if h.p.state().watermark <= t0.Add(delay).UnixMicro() {
+		t.Fatalf("watermark %v has not passed event_time + delay %v", microsTime(h.p.state().watermark), t0.Add(delay))
 	}
-	if _, ok := h.p.st.ids[keyOf(uuidFor(7))]; ok {
+	if _, ok := h.p.state().ids[keyOf(uuidFor(7))]; ok {
 		t.Fatalf("id of event 7 still in state after expiry")
 	}
 	r := h.batch(first) // the resend: same meta.id, same edit time, new offset
@@ -260,7 +260,7 @@ func TestFailedProcessDropsPartialState(t *testing.T) {
 	if _, err := h.p.Process(cctx, b, []arrow.RecordBatch{rec}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled process: got %v, want context.Canceled", err)
 	}
-	if h.p.st != nil {
+	if h.p.state() != nil {
 		t.Fatalf("state kept after a failed batch")
 	}
 	h.meta[1] = meta

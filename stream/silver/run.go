@@ -26,7 +26,7 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 	scfg = scfg.withDefaults()
 	scfg.MaxDeltaChain = max(1, min(scfg.MaxDeltaChain, cfg.RetainBatches/2))
 	proc := NewProcessor(scfg)
-	proc.lake, proc.query = lake, cfg.Name
+	proc.f.lake, proc.f.query = lake, cfg.Name
 	sink := lakeio.NewSink(lake, table.SilverEdits, proc.Props)
 	sink.TimeColumn = "intake_time" // freshness: commit time minus when Wikimedia took the event in
 	q, err := stream.New(cfg, lakeio.NewSource(lake, table.Bronze), proc, sink, stream.NewTableProgress(lake))

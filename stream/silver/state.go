@@ -243,3 +243,10 @@ func rebuild(v int64, data []byte, load loader, delay time.Duration) (*state, er
 	s.evict(s.watermark, delay)
 	return s, nil
 }
+
+// StateVersion is the batch the state is after (stream.EventState).
+func (s *state) StateVersion() int64 { return s.version }
+
+// Clock is the watermark of that batch and the newest event time seen
+// (stream.EventState).
+func (s *state) Clock() (watermark, maxEvent int64) { return s.watermark, s.maxEvent }
