@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"lakehouse/internal/bench"
 	"lakehouse/verify"
 )
 
@@ -34,7 +35,7 @@ func runSoak(ctx context.Context, cfg verify.SoakConfig, opt soakOptions, stdout
 	cfg.Progress = display(stdout)
 	res, err := verify.Soak(ctx, cfg)
 	if len(res.Samples) > 0 {
-		rep := verify.SoakReport{When: time.Now().UTC(), Command: opt.command, Machine: machine(), SoakResult: res}
+		rep := verify.SoakReport{When: time.Now().UTC(), Command: opt.command, Machine: bench.Machine(), SoakResult: res}
 		if werr := verify.WriteSoakReport(opt.out, opt.name, rep); werr != nil {
 			return res, fmt.Errorf("write soak report: %w", werr)
 		}

@@ -14,6 +14,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/bench"
 	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/stream/silver"
@@ -64,9 +65,9 @@ func TestLargeEventsLandInSilver(t *testing.T) {
 	}
 	rec = replay.Recording{} // the fixture's 200 MB are not the appliance's
 	// Anonymous memory: the broker's mmap of its file is page cache.
-	resetPeakRSS()
+	bench.ResetPeakRSS()
 	stopSampling, peakc := make(chan struct{}), make(chan float64, 1)
-	go sampleAnon(stopSampling, peakc)
+	go bench.SampleAnon(stopSampling, peakc)
 	errc := make(chan error, 1)
 	go func() { errc <- p.run(ctx, io.Discard) }()
 	waitSilverCaughtUp(t, ctx, p)
