@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/table"
+	"lakehouse/table/catalog"
 )
 
 // TestQueryUpgradedBronze: a bronze table made by the version before the
@@ -22,11 +24,7 @@ import (
 // the bronze offsets check.
 func TestQueryUpgradedBronze(t *testing.T) {
 	ctx := context.Background()
-	lake, err := table.Open(ctx, table.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lake.Close() })
+	dir := t.TempDir()
 	legacy := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "partition", Type: iceberg.PrimitiveTypes.Int32, Required: true},
 		iceberg.NestedField{ID: 2, Name: "offset", Type: iceberg.PrimitiveTypes.Int64, Required: true},
@@ -38,13 +36,27 @@ func TestQueryUpgradedBronze(t *testing.T) {
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{
 		SourceIDs: []int{3}, FieldID: 1000, Name: "broker_ts_day", Transform: iceberg.DayTransform{},
 	})
-	if err := lake.Catalog().CreateNamespace(ctx, icetable.Identifier{"bronze"}, nil); err != nil {
+	// The earlier version's catalog.db, made with the catalog directly.
+	cat, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), catalog.Options{
+		Props: iceberg.Properties{"warehouse": filepath.Join(dir, "warehouse")}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lake.Catalog().CreateTable(ctx, icetable.Identifier{"bronze", "recentchange"}, legacy,
+	if err := cat.CreateNamespace(ctx, icetable.Identifier{"bronze"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.CreateTable(ctx, icetable.Identifier{"bronze", "recentchange"}, legacy,
 		icecat.WithPartitionSpec(&spec), icecat.WithProperties(maps.Clone(table.DefaultTableProps))); err != nil {
 		t.Fatal(err)
 	}
+	if err := cat.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lake.Close() })
 	sc, err := icetable.SchemaToArrowSchema(legacy, nil, true, false)
 	if err != nil {
 		t.Fatal(err)

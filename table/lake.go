@@ -280,11 +280,6 @@ func (l *Lake) Close() error { return l.cat.Close() }
 // Warehouse returns the resolved warehouse root (a local path or s3:// URI).
 func (l *Lake) Warehouse() string { return l.warehouse }
 
-// Catalog returns the underlying iceberg-go catalog, for tests that build a
-// lake as an earlier version left it. The appliance goes through the Lake's
-// methods only.
-func (l *Lake) Catalog() icecat.Catalog { return l.cat }
-
 // Tables returns every table of the lake as "namespace.name", sorted.
 func (l *Lake) Tables(ctx context.Context) ([]string, error) {
 	nss, err := l.cat.ListNamespaces(ctx, nil)

@@ -19,7 +19,7 @@ func lakeState(t *testing.T, l *table.Lake, ident string) (snapshots int, files 
 	t.Helper()
 	ctx := context.Background()
 	ns, name, _ := strings.Cut(ident, ".")
-	tbl, err := l.Catalog().LoadTable(ctx, []string{ns, name})
+	tbl, err := table.CatalogOf(l).LoadTable(ctx, []string{ns, name})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func legacyLake(t *testing.T, cfg table.Config) *table.Lake {
 		t.Fatalf("open lake: %v", err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	cat := l.Catalog()
+	cat := table.CatalogOf(l)
 	if err := cat.CreateNamespace(ctx, icetable.Identifier{"bronze"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func scanPairs(t *testing.T, l *table.Lake, partCol, offCol string) [][2]int64 {
 
 func metadataLocation(t *testing.T, l *table.Lake) (string, int) {
 	t.Helper()
-	tbl, err := l.Catalog().LoadTable(context.Background(), icetable.Identifier{"bronze", "recentchange"})
+	tbl, err := table.CatalogOf(l).LoadTable(context.Background(), icetable.Identifier{"bronze", "recentchange"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func testUpgradeBronzeColumns(t *testing.T, b backend) {
 	if upgraded == before || schemaID == schemaBefore {
 		t.Fatalf("EnsureTables did not upgrade bronze: metadata %s, schema id %d (was %s, %d)", upgraded, schemaID, before, schemaBefore)
 	}
-	tbl, err := l.Catalog().LoadTable(ctx, icetable.Identifier{"bronze", "recentchange"})
+	tbl, err := table.CatalogOf(l).LoadTable(ctx, icetable.Identifier{"bronze", "recentchange"})
 	if err != nil {
 		t.Fatal(err)
 	}
