@@ -57,10 +57,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := resetDemoDir(f.data); err != nil {
 		return err
 	}
-	log, err := f.logger(io.Discard)
+	out := io.Discard // the demo prints its own progress; --log-format json or LAKEHOUSE_DEMO_VERBOSE shows the log
 	if f.logFormat == "json" || os.Getenv("LAKEHOUSE_DEMO_VERBOSE") != "" {
-		log, err = f.logger(stderr)
+		out = stderr
 	}
+	log, err := f.logger(out)
 	if err != nil {
 		return err
 	}
@@ -104,12 +105,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "demo: summary failed: %v\n", err)
 	}
 	printDemoLake(stdout, f.data)
-	if *follow {
+	return demoFinish(stdout, *follow, errc, stop)
+}
+
+// demoFinish stops the pipeline, or with follow keeps it running until
+// Ctrl-C, and returns how it ended.
+func demoFinish(stdout io.Writer, follow bool, errc <-chan error, stop context.CancelFunc) error {
+	if follow {
 		fmt.Fprintln(stdout, "demo: following; Ctrl-C stops")
-		if err := <-errc; err != nil {
-			return err
-		}
-		return nil
+		return <-errc
 	}
 	stop()
 	if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {

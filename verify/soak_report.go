@@ -338,12 +338,22 @@ func WriteSoakReport(dir, name string, rep SoakReport) error {
 }
 
 func soakMarkdown(name string, rep SoakReport) string {
-	res, s, cfg := rep.SoakResult, rep.Summary, rep.Config
+	res, s := rep.SoakResult, rep.Summary
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Soak: the appliance for %s\n\n", time.Duration(s.DurationSeconds*float64(time.Second)).Round(time.Second))
 	fmt.Fprintf(&b, "Produced by `%s` on %s (%s).\n\n", strings.TrimSpace(rep.Command), rep.When.Format("2006-01-02 15:04 MST"), rep.Machine)
+	soakMethod(&b, res, rep.Config)
+	soakSummaryTable(&b, s)
+	soakTablesAndBatches(&b, s)
+	fmt.Fprintf(&b, "\n![RSS, anonymous RSS and CPU over time](%s.svg)\n", name)
+	soakSampleTable(&b, res.Samples)
+	return b.String()
+}
+
+// soakMethod says how the soak ran: the child, the replay, the samples.
+func soakMethod(b *strings.Builder, res SoakResult, cfg SoakConfig) {
 	if res.Err != "" {
-		fmt.Fprintf(&b, "**The soak did not complete: %s**\n\n", res.Err)
+		fmt.Fprintf(b, "**The soak did not complete: %s**\n\n", res.Err)
 	}
 	padded := ""
 	if cfg.EventBytes > 0 {
@@ -353,7 +363,7 @@ func soakMarkdown(name string, rep SoakReport) string {
 	if len(cfg.ExtraArgs) > 0 {
 		args = " " + strings.Join(cfg.ExtraArgs, " ")
 	}
-	fmt.Fprintf(&b, "The appliance ran as a child process exactly as `run` does (`run --data <fresh dir> --source <replay> --http 127.0.0.1:0%s`, every other setting its default: "+
+	fmt.Fprintf(b, "The appliance ran as a child process exactly as `run` does (`run --data <fresh dir> --source <replay> --http 127.0.0.1:0%s`, every other setting its default: "+
 		"all queries, marts refresh, maintenance, retention). A replay server in the parent fed it a live-like stream: the type mix of %s generated events looped with fresh `meta.id`s on every pass, "+
 		"`meta.dt` stamped when sent%s, %g ev/s with bursts to %g ev/s for %s at the end of every %s, a canary every %s and a contract violation every %s. "+
 		"Every %s the parent sampled the child from outside: `/proc/<pid>/status` (VmRSS, RssAnon), `/proc/<pid>/stat` (utime + stime: CPU %% of one core), `/proc/<pid>/io` (write_bytes - cancelled_write_bytes), "+
@@ -361,9 +371,12 @@ func soakMarkdown(name string, rep SoakReport) string {
 		"Freshness is, for each silver.edits row of an append snapshot seen for the first time, the snapshot's timestamp minus the row's `intake_time`. "+
 		"After the last event the parent waited for the broker and every query to hold everything, stopped the child with SIGTERM and ran the verifier.\n\n",
 		args, humanize.Count(int64(cfg.Recording)), padded, cfg.Rate, cfg.Burst, cfg.BurstLength, cfg.BurstEvery, cfg.CanaryEvery, cfg.ViolationEvery, cfg.Sample)
+}
 
+// soakSummaryTable writes the Summary section.
+func soakSummaryTable(b *strings.Builder, s SoakSummary) {
 	b.WriteString("## Summary\n\n| what | value |\n|---|---|\n")
-	row := func(k, format string, a ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, a...)) }
+	row := func(k, format string, a ...any) { fmt.Fprintf(b, "| %s | %s |\n", k, fmt.Sprintf(format, a...)) }
 	row("duration (feeding), drain after it", "%s, %.1f s", time.Duration(s.DurationSeconds*float64(time.Second)).Round(time.Second), s.DrainSeconds)
 	row("events sent (stream / violations / canaries)", "%s (%s / %d / %d)", humanize.Count(s.Events), humanize.Count(s.StreamEvents), s.Violations, s.Canaries)
 	row("mean rate, peak rate (1 s)", "%.1f ev/s, %.0f ev/s", s.MeanRate, s.PeakRate)
@@ -400,27 +413,33 @@ func soakMarkdown(name string, rep SoakReport) string {
 		row("failed reads within samples", "%d (see the JSON)", s.SampleErrors)
 	}
 
+}
+
+// soakTablesAndBatches writes the per-table and per-query sections.
+func soakTablesAndBatches(b *strings.Builder, s SoakSummary) {
 	b.WriteString("\n## Tables\n\nSnapshots in the current metadata and live data files (the current snapshot's `total-data-files`), the most seen in any sample and at the end; metadata.json sizes; snapshots committed and expired between two samples (never seen).\n\n")
 	b.WriteString("| table | snapshots max / end | live data files max / end | metadata.json end / largest | missed |\n|---|---|---|---|---|\n")
 	for _, t := range s.Tables {
-		fmt.Fprintf(&b, "| %s | %d / %d | %d / %d | %s / %s | %d |\n", t.Table, t.MaxSnapshots, t.EndSnapshots, t.MaxDataFiles, t.EndDataFiles,
+		fmt.Fprintf(b, "| %s | %d / %d | %d / %d | %s / %s | %d |\n", t.Table, t.MaxSnapshots, t.EndSnapshots, t.MaxDataFiles, t.EndDataFiles,
 			bytesText(t.EndMetadataBytes), bytesText(t.LargestMetadataBytes), t.Missed)
 	}
 	if len(s.Queries) > 0 {
 		b.WriteString("\n## Batches\n\nEach query's mean batch duration (read to commit entry) and table-commit duration, first half of the feeding against the second: a cost per batch that grew with the batches so far would show here.\n\n")
 		b.WriteString("| query | batches, 1st / 2nd half | batch ms, 1st / 2nd | commit ms, 1st / 2nd |\n|---|---|---|---|\n")
 		for _, q := range s.Queries {
-			fmt.Fprintf(&b, "| %s | %d / %d | %.1f / %.1f | %.1f / %.1f |\n", q.Query, q.FirstBatches, q.SecondBatches,
+			fmt.Fprintf(b, "| %s | %d / %d | %.1f / %.1f | %.1f / %.1f |\n", q.Query, q.FirstBatches, q.SecondBatches,
 				q.FirstBatchMean, q.SecondBatchMean, q.FirstCommitMean, q.SecondCommitMean)
 		}
 	}
-	fmt.Fprintf(&b, "\n![RSS, anonymous RSS and CPU over time](%s.svg)\n", name)
+}
 
+// soakSampleTable writes about twenty evenly spaced samples.
+func soakSampleTable(b *strings.Builder, samples []SoakSample) {
 	b.WriteString("\n## Samples\n\nAbout twenty of them, evenly spaced; every sample is in the JSON.\n\n")
 	b.WriteString("| elapsed | sent | ev/s | RSS MiB | anon MiB | heap MiB | live MiB | Go held MiB | CPU % | bronze snapshots | silver snapshots | bronze metadata.json | data dir | fresh p95 s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	step := max(1, len(res.Samples)/20)
-	for i, smp := range res.Samples {
-		if i%step != 0 && i != len(res.Samples)-1 {
+	step := max(1, len(samples)/20)
+	for i, smp := range samples {
+		if i%step != 0 && i != len(samples)-1 {
 			continue
 		}
 		fp := "-"
@@ -428,12 +447,11 @@ func soakMarkdown(name string, rep SoakReport) string {
 			fp = fmt.Sprintf("%.2f", smp.FreshP95)
 		}
 		br, sv := smp.Tables["bronze.recentchange"], smp.Tables["silver.edits"]
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d | %s | %s | %s |\n",
+		fmt.Fprintf(b, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d | %s | %s | %s |\n",
 			time.Duration(smp.Elapsed*float64(time.Second)).Round(time.Second), humanize.Count(smp.Sent), smp.Rate,
 			float64(smp.RSSBytes)/mib, float64(smp.AnonBytes)/mib, float64(smp.Runtime.HeapInUseBytes)/mib, float64(smp.Runtime.LiveHeapBytes)/mib,
 			float64(smp.Runtime.HeldBytes)/mib, smp.CPUPercent, br.Snapshots, sv.Snapshots, bytesText(br.MetadataBytes), bytesText(smp.DataDirBytes), fp)
 	}
-	return b.String()
 }
 
 // soakSVG draws RSS and anonymous RSS (MiB, left axis) and CPU % of one

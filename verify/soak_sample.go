@@ -148,73 +148,10 @@ func (s *sampler) take(ctx context.Context, feeding bool) {
 	if dt := now.Sub(s.prevAt).Seconds(); dt > 0 {
 		smp.Rate = float64(smp.Sent-s.prevSent) / dt
 	}
-	if p, err := readProc(s.c.cmd.Process.Pid); err != nil {
-		errf("proc: %v", err)
-	} else {
-		smp.RSSBytes, smp.AnonBytes, smp.FileBytes, smp.HWMBytes = p.RSS, p.Anon, p.File, p.HWM
-		smp.CPUSeconds = float64(p.CPUTicks) / clockTicks
-		if dt := now.Sub(s.prevAt).Seconds(); dt > 0 {
-			smp.CPUPercent = float64(p.CPUTicks-s.prev.CPUTicks) / clockTicks / dt * 100
-		}
-		smp.WriteBytes, smp.CancelledWriteBytes, smp.WChar = p.WriteBytes, p.CancelledWriteBytes, p.WChar
-		s.prev = p
-	}
+	s.sampleProc(&smp, now, errf)
 	s.prevAt, s.prevSent = now, smp.Sent
-
-	if st, err := fetchStatus(ctx, s.c.base); err != nil {
-		errf("status: %v", err)
-	} else {
-		smp.StatusOK = true
-		smp.Broker, smp.DLQ = st.Topics[DefaultTopic], st.Topics[DefaultDLQTopic]
-		if st.Runtime != nil {
-			smp.Runtime = *st.Runtime
-		}
-		smp.Lags, smp.Batches = map[string]int64{}, map[string]QueryStatus{}
-		for n, q := range st.Queries {
-			smp.Lags[n] = q.Lag
-			smp.Batches[n] = QueryStatus{Batches: q.Batches, BatchSeconds: q.BatchSeconds, CommitSeconds: q.CommitSeconds}
-			if q.Error != "" {
-				smp.QueryErrs = append(smp.QueryErrs, n+": "+q.Error)
-			}
-		}
-	}
-
-	idents, err := s.obs.Tables()
-	if err != nil {
-		errf("tables: %v", err)
-	}
-	var window []float64
-	for _, ident := range idents {
-		v, err := s.obs.Table(ctx, ident)
-		if err != nil {
-			errf("%s: %v", ident, err)
-			continue
-		}
-		tr := s.tracked[ident]
-		if tr == nil {
-			tr = &snapshotTracker{}
-			s.tracked[ident] = tr
-		}
-		fresh, missed := tr.observe(v)
-		ts := SoakTableSample{Snapshots: len(v.Snapshots), DataFiles: v.DataFiles, Records: v.Records,
-			MetadataBytes: v.MetadataBytes, LargestMetadataBytes: v.LargestMetadataBytes, MetadataFiles: v.MetadataFiles,
-			New: len(fresh), Missed: missed}
-		smp.Tables[ident] = ts
-		if ident != table.SilverEdits {
-			continue
-		}
-		for _, snap := range fresh {
-			if snap.Summary["operation"] != "append" {
-				continue
-			}
-			f, err := freshness(ctx, v, snap)
-			if err != nil {
-				errf("freshness of %s snapshot %d: %v", ident, snap.ID, err)
-				continue
-			}
-			window = append(window, f...)
-		}
-	}
+	s.sampleStatus(ctx, &smp, errf)
+	window := s.sampleTables(ctx, &smp, errf)
 	s.fresh = append(s.fresh, window...)
 	slices.Sort(window)
 	smp.FreshRows = len(window)
@@ -234,6 +171,88 @@ func (s *sampler) take(ctx context.Context, feeding bool) {
 	} else {
 		fmt.Fprintln(s.cfg.Out, progressLine(smp))
 	}
+}
+
+// sampleProc reads the child's memory, CPU and I/O from /proc; CPU % is
+// over the time since the previous sample.
+func (s *sampler) sampleProc(smp *SoakSample, now time.Time, errf func(string, ...any)) {
+	p, err := readProc(s.c.cmd.Process.Pid)
+	if err != nil {
+		errf("proc: %v", err)
+		return
+	}
+	smp.RSSBytes, smp.AnonBytes, smp.FileBytes, smp.HWMBytes = p.RSS, p.Anon, p.File, p.HWM
+	smp.CPUSeconds = float64(p.CPUTicks) / clockTicks
+	if dt := now.Sub(s.prevAt).Seconds(); dt > 0 {
+		smp.CPUPercent = float64(p.CPUTicks-s.prev.CPUTicks) / clockTicks / dt * 100
+	}
+	smp.WriteBytes, smp.CancelledWriteBytes, smp.WChar = p.WriteBytes, p.CancelledWriteBytes, p.WChar
+	s.prev = p
+}
+
+// sampleStatus reads the child's /status: broker counts, Go runtime, each
+// query's lag, batches and error.
+func (s *sampler) sampleStatus(ctx context.Context, smp *SoakSample, errf func(string, ...any)) {
+	st, err := fetchStatus(ctx, s.c.base)
+	if err != nil {
+		errf("status: %v", err)
+		return
+	}
+	smp.StatusOK = true
+	smp.Broker, smp.DLQ = st.Topics[DefaultTopic], st.Topics[DefaultDLQTopic]
+	if st.Runtime != nil {
+		smp.Runtime = *st.Runtime
+	}
+	smp.Lags, smp.Batches = map[string]int64{}, map[string]QueryStatus{}
+	for n, q := range st.Queries {
+		smp.Lags[n] = q.Lag
+		smp.Batches[n] = QueryStatus{Batches: q.Batches, BatchSeconds: q.BatchSeconds, CommitSeconds: q.CommitSeconds}
+		if q.Error != "" {
+			smp.QueryErrs = append(smp.QueryErrs, n+": "+q.Error)
+		}
+	}
+}
+
+// sampleTables reads every table's newest metadata into smp.Tables and
+// returns the freshness of the silver.edits append snapshots not seen
+// before (unsorted).
+func (s *sampler) sampleTables(ctx context.Context, smp *SoakSample, errf func(string, ...any)) []float64 {
+	idents, err := s.obs.Tables()
+	if err != nil {
+		errf("tables: %v", err)
+	}
+	var window []float64
+	for _, ident := range idents {
+		v, err := s.obs.Table(ctx, ident)
+		if err != nil {
+			errf("%s: %v", ident, err)
+			continue
+		}
+		tr := s.tracked[ident]
+		if tr == nil {
+			tr = &snapshotTracker{}
+			s.tracked[ident] = tr
+		}
+		fresh, missed := tr.observe(v)
+		smp.Tables[ident] = SoakTableSample{Snapshots: len(v.Snapshots), DataFiles: v.DataFiles, Records: v.Records,
+			MetadataBytes: v.MetadataBytes, LargestMetadataBytes: v.LargestMetadataBytes, MetadataFiles: v.MetadataFiles,
+			New: len(fresh), Missed: missed}
+		if ident != table.SilverEdits {
+			continue
+		}
+		for _, snap := range fresh {
+			if snap.Summary["operation"] != "append" {
+				continue
+			}
+			f, err := freshness(ctx, v, snap)
+			if err != nil {
+				errf("freshness of %s snapshot %d: %v", ident, snap.ID, err)
+				continue
+			}
+			window = append(window, f...)
+		}
+	}
+	return window
 }
 
 // freshness reads the intake_time of every row snapshot snap of silver

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
@@ -139,29 +140,11 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 	if res.PublishSeconds > 0 {
 		res.AchievedRate = float64(counts.Events) / res.PublishSeconds
 	}
-	for _, t := range []struct {
-		name string
-		n    *int64
-	}{{ingest.DefaultTopic, &res.BrokerMessages}, {ingest.DefaultDLQTopic, &res.DLQMessages}} {
-		if offs, err := p.Broker().Offsets(ctx, t.name); err == nil {
-			for _, o := range offs {
-				*t.n += o.End - o.Start
-			}
-		}
-	}
+	res.countBroker(ctx, p.Broker())
 	if err := res.measureTables(ctx, p.Lake()); err != nil && res.Error == "" {
 		res.Error = err.Error()
 	}
-	// Kept up: everything in silver, the replay published at the asked rate
-	// (it shares the CPU, so an overloaded appliance slows it down), and
-	// freshness stayed bounded: p99 and the catch-up after the last send
-	// within 3 triggers + 5 s.
-	bound := 3*ph.Trigger.Seconds() + 5
-	res.KeptUp = res.Error == "" && res.FoundSilver == res.Expected && res.DistinctSilver == res.Expected &&
-		res.AchievedRate >= 0.95*ph.Rate && res.FreshP99 < bound && res.CatchUpSeconds < bound
-	fmt.Fprintf(show.W, "bench: %-28s sent %s at %s ev/s, silver %s/%s, freshness p50 %.2fs p95 %.2fs p99 %.2fs, cpu %.1fs, peak RSS %.0f MiB (anon %.0f MiB)\n",
-		ph.name(), humanize.Count(res.Published), humanize.Count(int64(res.AchievedRate)), humanize.Count(res.FoundSilver), humanize.Count(res.Expected),
-		res.FreshP50, res.FreshP95, res.FreshP99, res.CPUSeconds, res.PeakRSSMiB, res.PeakAnonMiB)
+	res.judge(ph, show.W)
 	return res
 }
 
@@ -301,4 +284,33 @@ func quantile(sorted []float64, q float64) float64 {
 	}
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// countBroker adds up what the broker holds of the stream and the DLQ.
+func (res *PhaseResult) countBroker(ctx context.Context, b *broker.DB) {
+	for _, t := range []struct {
+		name string
+		n    *int64
+	}{{ingest.DefaultTopic, &res.BrokerMessages}, {ingest.DefaultDLQTopic, &res.DLQMessages}} {
+		if offs, err := b.Offsets(ctx, t.name); err == nil {
+			for _, o := range offs {
+				*t.n += o.End - o.Start
+			}
+		}
+	}
+}
+
+// judge decides whether the appliance kept up with the phase and prints its
+// line.
+func (res *PhaseResult) judge(ph Phase, w io.Writer) {
+	// Kept up: everything in silver, the replay published at the asked rate
+	// (it shares the CPU, so an overloaded appliance slows it down), and
+	// freshness stayed bounded: p99 and the catch-up after the last send
+	// within 3 triggers + 5 s.
+	bound := 3*ph.Trigger.Seconds() + 5
+	res.KeptUp = res.Error == "" && res.FoundSilver == res.Expected && res.DistinctSilver == res.Expected &&
+		res.AchievedRate >= 0.95*ph.Rate && res.FreshP99 < bound && res.CatchUpSeconds < bound
+	fmt.Fprintf(w, "bench: %-28s sent %s at %s ev/s, silver %s/%s, freshness p50 %.2fs p95 %.2fs p99 %.2fs, cpu %.1fs, peak RSS %.0f MiB (anon %.0f MiB)\n",
+		ph.name(), humanize.Count(res.Published), humanize.Count(int64(res.AchievedRate)), humanize.Count(res.FoundSilver), humanize.Count(res.Expected),
+		res.FreshP50, res.FreshP95, res.FreshP99, res.CPUSeconds, res.PeakRSSMiB, res.PeakAnonMiB)
 }
