@@ -133,6 +133,10 @@ type Config struct {
 	// DuckThreads is DuckDB's threads for refreshes and checks
 	// (DefaultDuckThreads).
 	DuckThreads int
+	// ChunkRows bounds the silver edits one statement of a refresh groups
+	// at once (DefaultChunkRows): wiki_activity_hourly is built a few
+	// hours at a time and the unique-id check counts the ids in parts.
+	ChunkRows int64
 
 	// Logger receives run outcomes (slog.Default() when nil).
 	Logger *slog.Logger
@@ -191,6 +195,9 @@ func newMarts(lake lakeAPI, log broker.Log, cfg Config) *Marts {
 	if cfg.OrphanEvery == 0 {
 		cfg.OrphanEvery = DefaultOrphanEvery
 	}
+	if cfg.ChunkRows <= 0 {
+		cfg.ChunkRows = DefaultChunkRows
+	}
 	if cfg.KeepSnapshots <= 0 {
 		cfg.KeepSnapshots = DefaultKeepSnapshots
 	}
@@ -222,7 +229,7 @@ func newMarts(lake lakeAPI, log broker.Log, cfg Config) *Marts {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Marts{cfg: cfg, lake: lake, log: log, filesSeen: map[string]filesCheck{}, heldSince: map[string]time.Time{}}
+	return &Marts{cfg: cfg, lake: offThread{lake}, log: log, filesSeen: map[string]filesCheck{}, heldSince: map[string]time.Time{}}
 }
 
 // Config returns the effective configuration (defaults filled in).

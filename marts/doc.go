@@ -15,6 +15,11 @@
 // wrote them (scope.go); the first Refresh of a process rebuilds every day.
 // The checks then read gold back from the lake and compare it with the
 // same pinned silver files, so a check sees what a reader would see.
+// A Refresh's (and a Check's) DuckDB work stays on one OS thread, so its
+// allocator reuses one arena instead of keeping a query's peak per thread,
+// and no statement groups more than Config.ChunkRows edits where a mart or
+// check can be split (chunks.go); lake calls run on goroutines of their
+// own (offthread.go).
 //
 // Run history and check results are appended to two Iceberg tables owned by
 // this package, ops.runs and ops.asset_checks (one CommitBatch per Refresh or

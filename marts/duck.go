@@ -26,6 +26,8 @@ type duck struct {
 	// rows is each attached table's row count from its manifests (before
 	// any filter of the view).
 	rows map[string]int64
+	// chunkRows is Config.ChunkRows (chunks.go); 0 outside a Refresh or Check.
+	chunkRows int64
 }
 
 // duckLimits bound what one DuckDB database may hold in memory. The zero
@@ -221,5 +223,10 @@ func planGold(ctx context.Context, lake lakeAPI, mt mart) (table.Files, error) {
 // configured memory limit and threads and spilling to the configured
 // directory.
 func (m *Marts) openDuck(ctx context.Context) (*duck, error) {
-	return openDuckLimited(ctx, duckLimits{MemoryLimit: m.cfg.DuckMemoryLimit, TempDir: m.cfg.DuckTempDir, Threads: m.cfg.DuckThreads})
+	d, err := openDuckLimited(ctx, duckLimits{MemoryLimit: m.cfg.DuckMemoryLimit, TempDir: m.cfg.DuckTempDir, Threads: m.cfg.DuckThreads})
+	if err != nil {
+		return nil, err
+	}
+	d.chunkRows = m.cfg.ChunkRows
+	return d, nil
 }

@@ -3,6 +3,7 @@ package marts
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -101,6 +102,15 @@ func (m *Marts) LastReport() (Report, bool) {
 
 func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 	rep := Report{RunID: runID, Rows: map[string]int64{}}
+	// DuckDB allocates with jemalloc, whose arenas are per OS thread and
+	// keep what a query freed for that thread's next query. Go runs the
+	// calls of one goroutine on whichever thread is free, so each query
+	// could land in another arena, and a refresh late in a day held one
+	// query's peak per arena at once (+147 to +181 MiB under a 64MB
+	// memory_limit, BenchmarkRefreshLateInTheDay). One thread: one arena,
+	// reused. Lake calls run off this thread (offthread.go).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	d, err := m.openDuck(ctx)
 	if err != nil {
 		return rep, err
@@ -219,7 +229,15 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope
 		return 0, err
 	}
 	tmp := fmt.Sprintf("main.build_%d", i)
-	if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+tmp+" AS "+q); err != nil {
+	read := "SELECT * FROM " + tmp
+	if mt.dayCol == "hour" {
+		// Hour by hour, in chunks of about chunkRows edits: the grouping
+		// per (wiki, hour, editor) of a whole day held 64MB.
+		if err := d.buildByHour(ctx, tmp, q); err != nil {
+			return 0, fmt.Errorf("build %s: %w", mt.ident, err)
+		}
+		read += " ORDER BY " + mt.order
+	} else if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+tmp+" AS "+q); err != nil {
 		return 0, fmt.Errorf("build %s: %w", mt.ident, err)
 	}
 	if !sc.full && mt.dayCol != "" {
@@ -229,8 +247,9 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope
 			return 0, fmt.Errorf("merge %s with the days kept: %w", mt.ident, err)
 		}
 		tmp = merged
+		read = "SELECT * FROM " + tmp
 	}
-	rows, err := d.db.QueryContext(ctx, "SELECT * FROM "+tmp)
+	rows, err := d.db.QueryContext(ctx, read)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", mt.ident, err)
 	}
@@ -260,6 +279,8 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope
 func (m *Marts) Check(ctx context.Context) ([]Check, error) {
 	var checks []Check
 	_, err := m.runJob(ctx, JobCheck, &m.mu, func(ctx context.Context, runID string) (string, error) {
+		runtime.LockOSThread() // one jemalloc arena (see refresh)
+		defer runtime.UnlockOSThread()
 		d, err := m.openDuck(ctx)
 		if err != nil {
 			return "", err

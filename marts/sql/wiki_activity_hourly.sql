@@ -3,7 +3,8 @@
 -- Editors are counted by grouping per editor first rather than with
 -- count(DISTINCT): DuckDB's grouping spills to disk past its memory limit,
 -- a DISTINCT aggregate holds a set per group in memory (a day of the real
--- stream is about 1.9 million edits).
+-- stream is about 1.9 million edits). It is built a few hours at a time,
+-- from hours_from to hours_to (chunks.go).
 WITH per_editor AS (
     SELECT
         wiki,
@@ -16,6 +17,9 @@ WITH per_editor AS (
         sum(byte_delta) FILTER (WHERE byte_delta > 0)     AS bytes_added,
         sum(byte_delta) FILTER (WHERE byte_delta < 0)     AS bytes_removed
     FROM silver.edits
+    -- The hours one statement builds (marts/chunks.go): a day's grouping
+    -- per (wiki, hour, editor) at once filled DuckDB's memory limit.
+    WHERE event_time >= getvariable('hours_from') AND event_time < getvariable('hours_to')
     GROUP BY 1, 2, 3
 )
 SELECT
