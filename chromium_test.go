@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"lakehouse/internal/syncbuf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +29,7 @@ const envNoBrowser = "LAKEHOUSE_NO_BROWSER"
 // session per page.
 type chromium struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer // Chromium's own output, for failure messages
+	stderr *syncbuf.Buffer // Chromium's own output, for failure messages
 	ws     *websocket.Conn
 
 	mu      sync.Mutex
@@ -70,7 +70,7 @@ func startChromium(t *testing.T) *chromium {
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-default-apps", "--disable-extensions", "--hide-scrollbars", "--mute-audio",
 		"--remote-debugging-port=0", "--remote-allow-origins=http://127.0.0.1", "--user-data-dir="+dir, "about:blank")
-	b := &chromium{cmd: cmd, stderr: &lockedBuffer{}, pending: map[int64]chan cdpMessage{}, pages: map[string]*page{}}
+	b := &chromium{cmd: cmd, stderr: &syncbuf.Buffer{}, pending: map[int64]chan cdpMessage{}, pages: map[string]*page{}}
 	cmd.Stdout, cmd.Stderr = b.stderr, b.stderr
 	// Its own process group: the launcher script, the browser and its
 	// renderer and GPU processes are ended together.
@@ -118,24 +118,6 @@ func startChromium(t *testing.T) *chromium {
 	b.ws = ws
 	go b.read()
 	return b
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(b)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // close asks the browser to quit, then ends its process group if it has

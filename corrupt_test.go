@@ -18,6 +18,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/syncbuf"
 	"lakehouse/table"
 )
 
@@ -267,7 +268,7 @@ func TestCorruptCheckpointSaysHowToRecover(t *testing.T) {
 func runFor(t *testing.T, dir, want string) {
 	t.Helper()
 	cmd := selfCommand("run", "--data", dir, "--no-ingest", "--http", "off", "--refresh", "0")
-	var out lockedBuffer // chromium_test.go
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	must(t, cmd.Start())
 	deadline := time.Now().Add(60 * time.Second)

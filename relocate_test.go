@@ -14,6 +14,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/syncbuf"
 )
 
 // TestCopiedDataDirIsSelfContained: a data directory copied with its
@@ -110,7 +111,7 @@ func runDrainedLogging(t *testing.T, dir string, n int64, marts, errorsExpected 
 	}
 	cmd := selfCommand("run", "--data", dir, "--no-ingest", "--http", "off", "--refresh", refresh,
 		"--max-offsets-per-trigger", "10", "--trigger", "50ms", "--sessions-trigger", "0")
-	var out lockedBuffer // chromium_test.go
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	must(t, cmd.Start())
 	drained := func() bool {

@@ -1,18 +1,17 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"lakehouse/internal/syncbuf"
 	"lakehouse/table"
 )
 
@@ -158,7 +157,7 @@ func TestBronzeCheckpointLoss(t *testing.T) {
 			if err := os.RemoveAll(q1.Config().CheckpointDir); err != nil {
 				t.Fatal(err)
 			}
-			var logged syncBuffer
+			var logged syncbuf.Buffer
 			cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 			q2, err := NewBronze(db, lake, cfg)
 			if err != nil {
@@ -193,22 +192,4 @@ func TestBronzeCheckpointLoss(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,7 @@
 package progress
 
 import (
-	"bytes"
+	"lakehouse/internal/syncbuf"
 	"strings"
 	"sync"
 	"testing"
@@ -327,7 +327,7 @@ func TestRateFromBaseline(t *testing.T) {
 // redraws (run with -race); nothing is written after Finish.
 func TestConcurrentWithTimer(t *testing.T) {
 	for _, terminal := range []bool{false, true} {
-		var buf syncBuffer
+		var buf syncbuf.Buffer
 		r := Display{W: &buf, Terminal: terminal, Every: 10 * time.Millisecond}.Start(Task{Label: "x", Total: 1000})
 		for i := range 1000 {
 			r.Set(int64(i))
@@ -343,23 +343,6 @@ func TestConcurrentWithTimer(t *testing.T) {
 			t.Errorf("terminal %v: output after Finish", terminal)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
 }
 
 func TestClock(t *testing.T) {

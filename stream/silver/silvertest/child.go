@@ -1,13 +1,12 @@
 package silvertest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"lakehouse/internal/syncbuf"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,27 +16,10 @@ import (
 // with env telling it its role, which its TestMain hands to ChildMain.
 type Child struct {
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *syncbuf.Buffer
 	done   chan error
 	err    error
 	exited bool
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // ChildMain is the first call of TestMain in a package whose tests run a
@@ -61,7 +43,7 @@ func StartChild(t testing.TB, env ...string) *Child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), env...)
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
