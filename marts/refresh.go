@@ -100,15 +100,15 @@ func (m *Marts) LastReport() (Report, bool) {
 	return *m.lastReport, true
 }
 
+// refresh runs on one OS thread. DuckDB allocates with jemalloc, whose
+// arenas are per OS thread and keep what a query freed for that thread's
+// next query. Go runs the calls of one goroutine on whichever thread is
+// free, so each query could land in another arena, and a refresh late in a
+// day held one query's peak per arena at once (+138 MiB against +78 on one
+// thread under a 64MB memory_limit, BenchmarkRefreshLateInTheDay). One
+// thread: one arena, reused. Lake calls run off this thread (offthread.go).
 func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 	rep := Report{RunID: runID, Rows: map[string]int64{}}
-	// DuckDB allocates with jemalloc, whose arenas are per OS thread and
-	// keep what a query freed for that thread's next query. Go runs the
-	// calls of one goroutine on whichever thread is free, so each query
-	// could land in another arena, and a refresh late in a day held one
-	// query's peak per arena at once (+147 to +181 MiB under a 64MB
-	// memory_limit, BenchmarkRefreshLateInTheDay). One thread: one arena,
-	// reused. Lake calls run off this thread (offthread.go).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	d, err := m.openDuck(ctx)
