@@ -15,29 +15,12 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/syncbuf"
 )
 
 // replayID is the SSE id the replay server sends for stream position pos.
 func replayID(pos int) string {
 	return fmt.Sprintf(`[{"topic":"%s","partition":0,"offset":%d}]`, replay.DefaultTopic, pos)
-}
-
-// logBuffer collects log output (concurrency-safe).
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Split(l.b.String(), "\n")
 }
 
 // checkLoopEvents checks that every loop event of the replay is in the
@@ -121,7 +104,7 @@ func TestBadIDsNeverStored(t *testing.T) {
 	r.Loops(replay.Generate(32, 5), 1)
 	r.BadIDs(1, strings.Repeat("9", 200_000)) // the last event: its position is the one stored
 	db := tempBroker(t)
-	var logs logBuffer
+	var logs syncbuf.Buffer
 	cfg := Config{URL: url, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	in, stop := runIngest(t, db, cfg)
 	waitFor(t, 30*time.Second, "every event", func() bool { return in.Stats().Appended == 13 })
@@ -131,12 +114,12 @@ func TestBadIDsNeverStored(t *testing.T) {
 	if s := in.Stats(); s.BadIDs != 3 || s.Position != replayID(11) {
 		t.Errorf("stats: bad ids %d, position %.40q; want 3, %q", s.BadIDs, s.Position, replayID(11))
 	}
-	for _, l := range logs.lines() {
+	for _, l := range strings.Split(logs.String(), "\n") {
 		if len(l) > 4096 {
 			t.Errorf("a log line of %d bytes: %.200s...", len(l), l)
 		}
 	}
-	if !strings.Contains(strings.Join(logs.lines(), "\n"), "SSE id refused") {
+	if !strings.Contains(logs.String(), "SSE id refused") {
 		t.Error("no log line says an id was refused")
 	}
 	pos, _ := db.Meta(context.Background(), MetaKey(DefaultSource))
