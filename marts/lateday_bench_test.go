@@ -1,17 +1,15 @@
 package marts
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"lakehouse/internal/procmem"
 	"lakehouse/table"
 )
 
@@ -52,13 +50,13 @@ func BenchmarkRefreshLateInTheDay(b *testing.B) {
 	}
 	m := New(lake, fakeLog{}, Config{Logger: quietLogger(), DuckTempDir: b.TempDir()})
 	refresh := func(what string) (peakMiB float64) {
-		before := procStatusKiB("VmRSS:")
-		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // resets VmHWM to the current RSS
+		before := procmem.Self("VmRSS")
+		procmem.ResetPeak()
 		rep, err := m.Refresh(ctx)
 		if err != nil || !rep.Passed() {
 			b.Fatalf("%s refresh: %v %v", what, err, rep.Checks)
 		}
-		return float64(procStatusKiB("VmHWM:")-before) / 1024
+		return float64(procmem.Self("VmHWM")-before) / (1 << 20)
 	}
 	full := refresh("full")
 	next, last, batch := total, start.Add(time.Duration(total-1)*spacing), int64(total/per)
@@ -75,26 +73,6 @@ func BenchmarkRefreshLateInTheDay(b *testing.B) {
 	}
 	b.ReportMetric(full, "full_rss_peak_MiB")
 	b.ReportMetric(peak, "rss_peak_MiB")
-}
-
-// procStatusKiB reads a "kB" field of /proc/self/status (-1: unreadable).
-func procStatusKiB(key string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return -1
-			}
-			return n
-		}
-	}
-	return -1
 }
 
 // lateDayGen draws edits with the real stream's skew, deterministically.

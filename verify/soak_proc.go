@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"lakehouse/internal/procmem"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,34 +31,11 @@ const clockTicks = 100
 func readProc(pid int) (procReading, error) {
 	var r procReading
 	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	status, err := procmem.Status(pid, "VmRSS", "RssAnon", "RssFile", "VmHWM")
 	if err != nil {
-		return r, fmt.Errorf("read process status: %w", err)
+		return r, err
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		name, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		var dst *int64
-		switch name {
-		case "VmRSS":
-			dst = &r.RSS
-		case "RssAnon":
-			dst = &r.Anon
-		case "RssFile":
-			dst = &r.File
-		case "VmHWM":
-			dst = &r.HWM
-		default:
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(val), "kB")), 10, 64)
-		if err != nil {
-			return r, fmt.Errorf("process status %s: %w", name, err)
-		}
-		*dst = kb << 10
-	}
+	r.RSS, r.Anon, r.File, r.HWM = status["VmRSS"], status["RssAnon"], status["RssFile"], status["VmHWM"]
 	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
 		return r, fmt.Errorf("read process stat: %w", err)

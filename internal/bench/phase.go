@@ -133,7 +133,7 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 	stop()
 	<-errc
 	res.CPUSeconds = cpuTime() - cpu0
-	res.PeakRSSMiB = procStatusMiB("VmHWM:")
+	res.PeakRSSMiB = procStatusMiB("VmHWM")
 	close(anonStop)
 	res.PeakAnonMiB = <-anonDone
 	res.PublishSeconds = lastSend.Sub(firstSend).Seconds()

@@ -1,13 +1,12 @@
 package bench
 
 import (
+	"lakehouse/internal/procmem"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -23,13 +22,13 @@ func cpuTime() float64 {
 // (VmHWM) so each phase reports its own peak.
 func ResetPeakRSS() {
 	debug.FreeOSMemory() // return the previous phase's heap first, or its RSS counts here
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	procmem.ResetPeak()
 }
 
 // SampleAnon samples the process's anonymous resident memory every 100 ms
 // until stop is closed, then sends the maximum seen.
 func SampleAnon(stop <-chan struct{}, out chan<- float64) {
-	peak := procStatusMiB("RssAnon:")
+	peak := procStatusMiB("RssAnon")
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -38,26 +37,21 @@ func SampleAnon(stop <-chan struct{}, out chan<- float64) {
 			out <- peak
 			return
 		case <-t.C:
-			if v := procStatusMiB("RssAnon:"); v > peak {
+			if v := procStatusMiB("RssAnon"); v > peak {
 				peak = v
 			}
 		}
 	}
 }
 
-// procStatusMiB reads a kB field of /proc/self/status in MiB.
+// procStatusMiB reads a field of /proc/self/status ("VmHWM") in MiB
+// (NaN: unreadable).
 func procStatusMiB(field string) float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	v := procmem.Self(field)
+	if v < 0 {
 		return math.NaN()
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			return kb / 1024
-		}
-	}
-	return math.NaN()
+	return float64(v) / (1 << 20)
 }
 
 // writeHeapProfile writes a heap profile named name into dir ("" : none).

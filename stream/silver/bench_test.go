@@ -1,7 +1,6 @@
 package silver
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"lakehouse/internal/procmem"
 	"lakehouse/stream"
 	"lakehouse/table"
 )
@@ -225,7 +224,7 @@ func BenchmarkDedupStateMemory(b *testing.B) {
 					var m runtime.MemStats
 					runtime.ReadMemStats(&m)
 					at6M = float64(m.HeapAlloc-m0.HeapAlloc) / float64(live)
-					b.ReportMetric(float64(peakRSS())/(1<<20), "at6M-peak-RSS-MiB")
+					b.ReportMetric(float64(procmem.Self("VmHWM"))/(1<<20), "at6M-peak-RSS-MiB")
 				}
 			}
 		}
@@ -238,24 +237,7 @@ func BenchmarkDedupStateMemory(b *testing.B) {
 		b.ReportMetric(float64(maxLive), "max-live-ids")
 		b.ReportMetric(float64(m1.HeapAlloc-m0.HeapAlloc)/float64(live), "heap-B/id")
 		b.ReportMetric(float64(fullBytes)/float64(live), "snapshot-B/id")
-		b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
+		b.ReportMetric(float64(procmem.Self("VmHWM"))/(1<<20), "peak-RSS-MiB")
 		runtime.KeepAlive(p)
 	}
-}
-
-// peakRSS returns the process's peak resident set size (VmHWM) in bytes.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
