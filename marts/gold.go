@@ -36,6 +36,11 @@ type mart struct {
 	dayCol, order string
 	// sessions: the mart reads silver.editor_sessions (else silver.edits).
 	sessions bool
+	// byHours: every row is a function of one hour of silver.edits and the
+	// SQL reads only the hours from getvariable('hours_from') to
+	// getvariable('hours_to'), so a refresh builds it a few hours at a time
+	// (chunks.go).
+	byHours bool
 }
 
 var (
@@ -73,18 +78,18 @@ var marts = []mart{
 	{WikiActivityHourly, "sql/wiki_activity_hourly.sql", schemaOf(
 		col{"wiki", str}, col{"hour", tsUTC}, col{"edits", i64}, col{"new_pages", i64},
 		col{"bot_edits", i64}, col{"human_edits", i64}, col{"editors", i64},
-		col{"bytes_added", i64}, col{"bytes_removed", i64}), "hour", "hour, wiki", false},
+		col{"bytes_added", i64}, col{"bytes_removed", i64}), "hour", "hour, wiki", false, true},
 	{TopEditorsDaily, "sql/top_editors_daily.sql", schemaOf(
 		col{"day", date}, col{"wiki", str}, col{"rank", i32}, col{"user", str}, col{"bot", boolean},
-		col{"edits", i64}, col{"bytes_changed", i64}), "day", "day, wiki, rank", false},
+		col{"edits", i64}, col{"bytes_changed", i64}), "day", "day, wiki, rank", false, false},
 	{EditorSessionsDaily, "sql/editor_sessions_daily.sql", schemaOf(
 		col{"day", date}, col{"sessions", i64}, col{"editors", i64}, col{"edits", i64},
 		col{"median_session_s", f64}, col{"p95_session_s", f64}, col{"edits_per_session", f64},
-		col{"bot_sessions", i64}, col{"human_sessions", i64}, col{"bot_edits", i64}, col{"human_edits", i64}), "day", "day", true},
+		col{"bot_sessions", i64}, col{"human_sessions", i64}, col{"bot_edits", i64}, col{"human_edits", i64}), "day", "day", true, false},
 	{HotPages, "sql/hot_pages.sql", schemaOf(
 		col{"time_window", str}, col{"rank", i32}, col{"wiki", str}, col{"title", str},
 		col{"edits", i64}, col{"editors", i64}, col{"last_edit", tsUTC},
-		col{"window_start", tsUTC}, col{"as_of", tsUTC}), "", "", false},
+		col{"window_start", tsUTC}, col{"as_of", tsUTC}), "", "", false, false},
 }
 
 // GoldSchema returns the Arrow schema a gold mart is written with.

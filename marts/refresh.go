@@ -230,9 +230,9 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope
 	}
 	tmp := fmt.Sprintf("main.build_%d", i)
 	read := "SELECT * FROM " + tmp
-	if mt.dayCol == "hour" {
-		// Hour by hour, in chunks of about chunkRows edits: the grouping
-		// per (wiki, hour, editor) of a whole day held 64MB.
+	if mt.byHours {
+		// In chunks of at most Config.ChunkRows edits: the grouping per
+		// (wiki, hour, editor) of a whole day filled DuckDB's memory limit.
 		if err := d.buildByHour(ctx, tmp, q); err != nil {
 			return 0, fmt.Errorf("build %s: %w", mt.ident, err)
 		}
