@@ -35,7 +35,7 @@ import (
 //   - mergeGroup (one file after the other on one goroutine, 256-row
 //     batches, one queued, row groups of 2,048 rows, pages of 512 KiB):
 //     live +20, resident +61, 790 MiB allocated, 0.77 s;
-//   - with GOGC halved during the merge (paceGC): resident +40.
+//   - with GOGC halved during the merge (gcpace.Pace): resident +40.
 //
 // Measured on the way: with pages of 1 MiB live +25 / resident +52 (no
 // ballast); 256 KiB pages +18 / +39 but files 10 % larger; a pooling

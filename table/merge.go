@@ -15,6 +15,8 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	icetable "github.com/apache/iceberg-go/table"
+
+	"lakehouse/internal/gcpace"
 )
 
 // What a merge holds in memory (see mergeGroup).
@@ -39,7 +41,7 @@ const (
 // it. It streams: at any moment it holds about one batch being read, one
 // queued and one being encoded, a page and a row group of output, whatever
 // the size of the group, and the collector's target is halved while it
-// runs (paceGC). iceberg-go's ExecuteCompactionGroup reads through its scan
+// runs (internal/gcpace). iceberg-go's ExecuteCompactionGroup reads through its scan
 // pipeline instead (a goroutine per column, batches queued between reader,
 // projection and writer): merging eight files of 15,300 events held 49 MiB
 // live against 19 here (BenchmarkCompactTierFootprint). This package never
@@ -54,7 +56,7 @@ func mergeGroup(ctx context.Context, tbl *icetable.Table, g icetable.CompactionT
 		}
 		res.OldDataFiles = append(res.OldDataFiles, t.File)
 	}
-	defer paceGC()()
+	defer gcpace.Pace()()
 	schema, err := icetable.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
 	if err != nil {
 		return res, err
