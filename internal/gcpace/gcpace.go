@@ -114,7 +114,9 @@ func Pace() (restore func()) {
 	return func() {
 		once.Do(func() {
 			st.mu.Lock()
-			st.paced--
+			if st.paced > 0 { // 0: stop forgot it
+				st.paced--
+			}
 			applyLocked()
 			st.mu.Unlock()
 		})
