@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"lakehouse/internal/procmem"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"lakehouse/internal/procmem"
 )
 
 // procReading is what the kernel says about a process at one moment

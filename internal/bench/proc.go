@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"lakehouse/internal/procmem"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +8,8 @@ import (
 	"runtime/pprof"
 	"syscall"
 	"time"
+
+	"lakehouse/internal/procmem"
 )
 
 // cpuTime is this process's user and system CPU time so far, in seconds.

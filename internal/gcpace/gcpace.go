@@ -51,7 +51,6 @@ var st struct {
 	floor   int64 // 0: no floor
 	paced   int   // paced phases running
 	prev    int   // without Start: GOGC found by the first paced phase
-	applied int   // GOGC last set (for tests)
 }
 
 // Start makes the rules above own GOGC: base is the GOGC to apply when the
@@ -77,7 +76,7 @@ func stop() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.started, st.gen = false, st.gen+1
-	st.base, st.floor, st.paced, st.prev, st.applied = 0, 0, 0, 0, 0
+	st.base, st.floor, st.paced, st.prev = 0, 0, 0, 0
 }
 
 // arm registers a cleanup that runs after the next collection finds a
@@ -139,7 +138,6 @@ func applyLocked() {
 	p := Percent(base, st.floor, liveBytes(), st.paced > 0)
 	if p > 0 {
 		debug.SetGCPercent(p)
-		st.applied = p
 	}
 }
 
@@ -162,21 +160,27 @@ func Percent(base int, floor, live int64, paced bool) int {
 
 // Current is the collector's GOGC (negative: off).
 func Current() int {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
+	v, ok := readMetric("/gc/gogc:percent")
+	if !ok {
 		return 100 // not reported: the runtime's default
 	}
-	return int(s[0].Value.Uint64())
+	return int(v)
 }
 
 // liveBytes is the heap marked live by the last collection (0 before the
 // first one).
 func liveBytes() int64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	v, _ := readMetric("/gc/heap/live:bytes")
+	return int64(v)
+}
+
+// readMetric reads one runtime metric of kind uint64 (ok false: not
+// reported by this runtime).
+func readMetric(name string) (uint64, bool) {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+		return 0, false
 	}
-	return int64(s[0].Value.Uint64())
+	return s[0].Value.Uint64(), true
 }

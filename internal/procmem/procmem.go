@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,7 +29,7 @@ func Status(pid int, names ...string) (map[string]int64, error) {
 	out := make(map[string]int64, len(names))
 	for _, line := range strings.Split(string(b), "\n") {
 		name, val, ok := strings.Cut(line, ":")
-		if !ok || !wanted(names, name) {
+		if !ok || !slices.Contains(names, name) {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(val), "kB")), 10, 64)
@@ -38,15 +39,6 @@ func Status(pid int, names ...string) (map[string]int64, error) {
 		out[name] = kb << 10
 	}
 	return out, nil
-}
-
-func wanted(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Self returns one field of this process's status in bytes, or -1 when it
