@@ -231,21 +231,24 @@ func diffTrees(before, after string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestCorruptCheckpointSaysHowToRecover: a garbled checkpoint entry stops
-// its query with an error naming the file and the recovery step (moving
-// the query's checkpoint away), and the step works: after it, the
-// appliance starts and the query continues from its table's marker.
+// TestCorruptCheckpointSaysHowToRecover: a garbled checkpoint entry (a byte
+// of the first record of the entry log) stops its query with an error
+// naming the file and the recovery step (moving the query's checkpoint
+// away), and the step works: after it, the appliance starts and the query
+// continues from its table's marker.
 func TestCorruptCheckpointSaysHowToRecover(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	makeSmallLake(t, dir)
 	// One start lands the broker's records in bronze (batch 0 and its
 	// checkpoint entries), then SIGTERM.
 	runFor(t, dir, "rows_in=200")
-	entry := filepath.Join(dir, "checkpoints", "bronze", "offsets", "0")
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("inconclusive: no offset entry to garble: %v", err)
+	entry := filepath.Join(dir, "checkpoints", "bronze", "log")
+	data, err := os.ReadFile(entry)
+	if err != nil || len(data) < 64 {
+		t.Fatalf("inconclusive: no entry log to garble (%d bytes): %v", len(data), err)
 	}
-	must(t, os.WriteFile(entry, []byte("{garbled"), 0o644))
+	data[20] ^= 0xFF // inside the first record: batch 0's offset entry
+	must(t, os.WriteFile(entry, data, 0o644))
 	out, err := selfCommand("run", "--data", dir, "--no-ingest", "--http", "off").CombinedOutput()
 	if err == nil {
 		t.Fatalf("run exited 0 with a garbled checkpoint entry:\n%s", out)

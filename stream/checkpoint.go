@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
+
+	"lakehouse/internal/durable"
 )
 
 // Offset is a source position as JSON text. The engine treats it as opaque
@@ -18,7 +22,7 @@ import (
 // for a table). Sources must encode deterministically.
 type Offset string
 
-// OffsetEntry is offsets/<Batch>: the batch's planned range, written durably
+// OffsetEntry is the batch's planned range, appended to the log durably
 // before the batch runs. A re-run of the batch uses exactly this entry.
 type OffsetEntry struct {
 	Batch   int64  `json:"batch"`
@@ -32,7 +36,7 @@ type OffsetEntry struct {
 	Planned time.Time `json:"planned"`
 }
 
-// CommitEntry is commits/<Batch>: written only after the sink's commit
+// CommitEntry is appended to the log only after the sink's commit
 // returned. It carries the batch's progress, which is flushed to
 // ops.stream_progress later (and again after a crash).
 type CommitEntry struct {
@@ -51,21 +55,27 @@ type queryMeta struct {
 // Checkpoint is one query's checkpoint directory:
 //
 //	metadata      the query id
-//	offsets/<N>   OffsetEntry of batch N, durable before N runs
-//	commits/<N>   CommitEntry of batch N, durable after the sink committed
+//	log           the offset entry of every retained batch N (durable
+//	              before N runs) and its commit entry (durable after the
+//	              sink committed), appended and fsynced (entrylog.go)
 //	state/<N>     state version N of a stateful query
 //
-// Every file is written with temp file, fsync, rename, fsync of the directory.
-// A Checkpoint is used by one runner at a time.
+// The metadata and state files are written with temp file, fsync, rename,
+// fsync of the directory. A Checkpoint is used by one runner at a time;
+// its reads may come from other goroutines (a status endpoint).
 type Checkpoint struct {
 	Dir string
+
+	mu  sync.Mutex
+	log *entryLog
 }
 
-// OpenCheckpoint opens (creating if needed) the checkpoint directory dir and
-// removes temp files a crash left behind.
+// OpenCheckpoint opens (creating if needed) the checkpoint directory dir
+// and removes temp files a crash left behind. The entry log is loaded on
+// first use, so a corrupt entry is reported by the read that needs it.
 func OpenCheckpoint(dir string) (*Checkpoint, error) {
 	c := &Checkpoint{Dir: dir}
-	for _, d := range []string{dir, c.sub("offsets"), c.sub("commits"), c.sub("state")} {
+	for _, d := range []string{dir, c.sub("state")} {
 		if err := mkdirDurable(d); err != nil {
 			return nil, fmt.Errorf("open checkpoint: %w", err)
 		}
@@ -74,6 +84,37 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 		}
 	}
 	return c, nil
+}
+
+// entries returns the loaded entry log, loading it on first use: a
+// checkpoint written by a version that kept a file per entry (offsets/<N>,
+// commits/<N>) is moved into the log then. c.mu must be held.
+func (c *Checkpoint) entries() (*entryLog, error) {
+	if c.log != nil {
+		return c.log, nil
+	}
+	l, err := openEntryLog(c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrateEntryFiles(c.Dir, l); err != nil {
+		l.close()
+		return nil, err
+	}
+	c.log = l
+	return l, nil
+}
+
+// Close releases the entry log's file handle; a later use reloads it.
+func (c *Checkpoint) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.log == nil {
+		return nil
+	}
+	err := c.log.close()
+	c.log = nil
+	return err
 }
 
 func (c *Checkpoint) sub(name string) string { return filepath.Join(c.Dir, name) }
@@ -112,73 +153,109 @@ func (c *Checkpoint) SetQueryID(id, name string) error {
 	return nil
 }
 
-// WriteOffsets durably writes offsets/<e.Batch>.
+// WriteOffsets durably appends batch e.Batch's offset entry.
 func (c *Checkpoint) WriteOffsets(e OffsetEntry) error {
-	return c.writeEntry("offsets", e.Batch, e)
-}
-
-// WriteCommit durably writes commits/<e.Batch>.
-func (c *Checkpoint) WriteCommit(e CommitEntry) error {
-	return c.writeEntry("commits", e.Batch, e)
-}
-
-// Offsets reads offsets/<batch>; ErrNoEntry if it does not exist.
-func (c *Checkpoint) Offsets(batch int64) (OffsetEntry, error) {
-	var e OffsetEntry
-	err := readJSON(filepath.Join(c.sub("offsets"), strconv.FormatInt(batch, 10)), &e)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, err := c.entries()
+	if err == nil {
+		err = l.add(kindOffsets, e.Batch, e)
+	}
 	if err != nil {
-		return e, fmt.Errorf("read offset entry %d: %w", batch, err)
+		return fmt.Errorf("write offset entry %d: %w", e.Batch, err)
+	}
+	return nil
+}
+
+// WriteCommit durably appends batch e.Batch's commit entry.
+func (c *Checkpoint) WriteCommit(e CommitEntry) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, err := c.entries()
+	if err == nil {
+		err = l.add(kindCommit, e.Batch, e)
+	}
+	if err != nil {
+		return fmt.Errorf("write commit entry %d: %w", e.Batch, err)
+	}
+	return nil
+}
+
+// Offsets returns batch's offset entry; ErrNoEntry if there is none.
+func (c *Checkpoint) Offsets(batch int64) (OffsetEntry, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, err := c.entries()
+	if err != nil {
+		return OffsetEntry{}, fmt.Errorf("read offset entry %d: %w", batch, err)
+	}
+	e, ok := l.offsets[batch]
+	if !ok {
+		return e, fmt.Errorf("read offset entry %d: %w", batch, ErrNoEntry)
 	}
 	return e, nil
 }
 
-// Commit reads commits/<batch>; ErrNoEntry if it does not exist.
+// Commit returns batch's commit entry; ErrNoEntry if there is none.
 func (c *Checkpoint) Commit(batch int64) (CommitEntry, error) {
-	var e CommitEntry
-	err := readJSON(filepath.Join(c.sub("commits"), strconv.FormatInt(batch, 10)), &e)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, err := c.entries()
 	if err != nil {
-		return e, fmt.Errorf("read commit entry %d: %w", batch, err)
+		return CommitEntry{}, fmt.Errorf("read commit entry %d: %w", batch, err)
+	}
+	e, ok := l.commits[batch]
+	if !ok {
+		return e, fmt.Errorf("read commit entry %d: %w", batch, ErrNoEntry)
 	}
 	return e, nil
 }
 
 // LatestOffsets returns the offset entry with the highest batch id.
 func (c *Checkpoint) LatestOffsets() (OffsetEntry, bool, error) {
-	ids, err := c.batches("offsets")
-	if err != nil || len(ids) == 0 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, err := c.entries()
+	if err != nil {
 		return OffsetEntry{}, false, err
 	}
-	e, err := c.Offsets(ids[len(ids)-1])
-	return e, err == nil, err
+	return latest(l.offsets)
 }
 
 // LatestCommit returns the commit entry with the highest batch id.
 func (c *Checkpoint) LatestCommit() (CommitEntry, bool, error) {
-	ids, err := c.batches("commits")
-	if err != nil || len(ids) == 0 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, err := c.entries()
+	if err != nil {
 		return CommitEntry{}, false, err
 	}
-	e, err := c.Commit(ids[len(ids)-1])
-	return e, err == nil, err
+	return latest(l.commits)
+}
+
+// latest is the entry of m with the highest batch.
+func latest[E any](m map[int64]E) (E, bool, error) {
+	var e E
+	if len(m) == 0 {
+		return e, false, nil
+	}
+	return m[slices.Max(slices.Collect(maps.Keys(m)))], true, nil
 }
 
 // CommitsAfter returns the retained commit entries with batch > after, in
 // batch order.
 func (c *Checkpoint) CommitsAfter(after int64) ([]CommitEntry, error) {
-	ids, err := c.batches("commits")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, err := c.entries()
 	if err != nil {
 		return nil, err
 	}
 	var out []CommitEntry
-	for _, id := range ids {
-		if id <= after {
-			continue
+	for _, b := range slices.Sorted(maps.Keys(l.commits)) {
+		if b > after {
+			out = append(out, l.commits[b])
 		}
-		e, err := c.Commit(id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
 	}
 	return out, nil
 }
@@ -204,42 +281,43 @@ func (c *Checkpoint) LoadState(version int64) ([]byte, error) {
 	return b, nil
 }
 
-// Purge removes offset, commit and state entries of batches below keepFrom.
-// Entries are removed oldest first, so a crash mid-purge leaves a suffix.
+// Purge removes the offset, commit and state entries of batches below
+// keepFrom. State files are removed oldest first, so a crash mid-purge
+// leaves a suffix; the log's entries are dropped at once (and from the file
+// at its next rewrite).
 func (c *Checkpoint) Purge(keepFrom int64) error {
-	for _, kind := range []string{"state", "commits", "offsets"} {
-		ids, err := c.batches(kind)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if id >= keepFrom {
-				break
-			}
-			if err := os.Remove(filepath.Join(c.sub(kind), strconv.FormatInt(id, 10))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("purge %s/%d: %w", kind, id, err)
-			}
-		}
-	}
-	return nil
-}
-
-func (c *Checkpoint) writeEntry(kind string, batch int64, v any) error {
-	b, err := json.Marshal(v)
+	ids, err := c.batches("state")
 	if err != nil {
-		return fmt.Errorf("encode %s entry %d: %w", kind, batch, err)
+		return err
 	}
-	if err := writeDurable(c.sub(kind), strconv.FormatInt(batch, 10), b); err != nil {
-		return fmt.Errorf("write %s entry %d: %w", kind, batch, err)
+	for _, id := range ids {
+		if id >= keepFrom {
+			break
+		}
+		if err := os.Remove(filepath.Join(c.sub("state"), strconv.FormatInt(id, 10))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("purge state/%d: %w", id, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, err := c.entries()
+	if err == nil {
+		err = l.purge(keepFrom)
+	}
+	if err != nil {
+		return fmt.Errorf("purge: %w", err)
 	}
 	return nil
 }
 
 // batches lists the batch ids present under kind, ascending.
-func (c *Checkpoint) batches(kind string) ([]int64, error) {
-	ents, err := os.ReadDir(c.sub(kind))
+func (c *Checkpoint) batches(kind string) ([]int64, error) { return listBatches(c.sub(kind)) }
+
+// listBatches lists the batch ids named by the files of dir, ascending.
+func listBatches(dir string) ([]int64, error) {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", kind, err)
+		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	ids := make([]int64, 0, len(ents))
 	for _, e := range ents {
@@ -249,7 +327,7 @@ func (c *Checkpoint) batches(kind string) ([]int64, error) {
 		}
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
 	return ids, nil
 }
 
@@ -264,5 +342,60 @@ func readJSON(path string, v any) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("decode %s: %v: %w", path, err, ErrCorruptCheckpoint)
 	}
+	return nil
+}
+
+// migrateEntryFiles moves the entry files of a checkpoint written before
+// the log (offsets/<N>, commits/<N>) into the log, then removes them. The
+// log is rewritten (durably) before any file goes, so a crash in between
+// migrates again; an entry the log already holds is newer and wins.
+func migrateEntryFiles(dir string, l *entryLog) error {
+	var found bool
+	for _, kind := range []string{"offsets", "commits"} {
+		ids, err := listBatches(filepath.Join(dir, kind))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		for _, id := range ids {
+			path := filepath.Join(dir, kind, strconv.FormatInt(id, 10))
+			var err error
+			if kind == "offsets" {
+				err = migrateEntry(path, l.offsets, id)
+			} else {
+				err = migrateEntry(path, l.commits, id)
+			}
+			if err != nil {
+				return fmt.Errorf("read %s: %w", path, err)
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	if err := l.rewrite(); err != nil {
+		return err
+	}
+	for _, kind := range []string{"offsets", "commits"} {
+		if err := os.RemoveAll(filepath.Join(dir, kind)); err != nil {
+			return fmt.Errorf("remove the migrated %s: %w", kind, err)
+		}
+	}
+	return durable.SyncDir(dir)
+}
+
+// migrateEntry reads one entry file into m unless m has the batch already.
+func migrateEntry[E any](path string, m map[int64]E, id int64) error {
+	if _, ok := m[id]; ok {
+		return nil
+	}
+	var e E
+	if err := readJSON(path, &e); err != nil {
+		return err
+	}
+	m[id] = e
 	return nil
 }

@@ -1,19 +1,20 @@
 // Package stream is the appliance's micro-batch engine and its queries. It
-// owns, per query, a checkpoint directory (the query id, the offset log, the
-// commit log and versioned state), the runner that turns a Source's offsets
+// owns, per query, a checkpoint directory (the query id, one append-only log
+// of offset and commit entries, and versioned state), the runner that turns a Source's offsets
 // into batches committed exactly once to a Sink, and the per-batch progress
 // kept in ops.stream_progress. The bronze query (broker topic recentchange to
 // the Iceberg bronze table) is the first query built on it.
 //
 // The protocol is Spark Structured Streaming's, made explicit:
 //
-//  1. before batch N runs, its range is written to offsets/N (temp file,
-//     fsync, rename, fsync of the directory);
+//  1. before batch N runs, its offset entry (its range) is appended to the
+//     checkpoint's log and the log fsynced;
 //  2. the sink commits the batch's output in one table snapshot carrying a
 //     marker (query name, query id, batch id, end offsets) and skips the
 //     commit when the table already holds batch N or later for the query;
 //  3. for stateful queries, state/N is saved durably;
-//  4. only after the sink's commit returns is commits/N written.
+//  4. only after the sink's commit returns is N's commit entry appended to
+//     the log (and fsynced).
 //
 // What survives a crash: everything durably written before the crash. On
 // restart, a batch that has an offset entry but no commit entry is re-run

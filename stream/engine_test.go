@@ -44,14 +44,15 @@ func TestCheckpointLogs(t *testing.T) {
 		}
 	}
 	// A temp file a crash left behind is removed on open.
-	if err := os.WriteFile(filepath.Join(dir, "offsets", tempPrefix+"12-x"), []byte("junk"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "state", tempPrefix+"12-x"), []byte("junk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cp.Close()
 	cp, err = OpenCheckpoint(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "offsets", tempPrefix+"12-x")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "state", tempPrefix+"12-x")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("temp file after open: got %v, want not exist", err)
 	}
 	id, ok, err := cp.QueryID()
@@ -93,7 +94,13 @@ func TestCheckpointLogs(t *testing.T) {
 		t.Errorf("CommitsAfter(7): got %d entries (%v), want 8..10", len(after), err)
 	}
 	// A corrupt entry is reported, not skipped.
-	if err := os.WriteFile(filepath.Join(dir, "commits", "10"), []byte("{"), 0o644); err != nil {
+	cp.Close()
+	log, err := os.ReadFile(filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log[len(log)/2] ^= 0xFF
+	if err := os.WriteFile(filepath.Join(dir, "log"), log, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := cp.LatestCommit(); !errors.Is(err, ErrCorruptCheckpoint) {

@@ -168,8 +168,8 @@ func tail(s string) string {
 // killState is what the parent sees on disk after a kill.
 type killState struct {
 	rows       int   // committed bronze rows (fresh table scan)
-	planned    int64 // latest offsets/<N> (-1: none)
-	committed  int64 // latest commits/<N> (-1: none)
+	planned    int64 // latest offset entry (-1: none)
+	committed  int64 // latest commit entry (-1: none)
 	tableBatch int64 // bronze marker batch (-1: none)
 }
 

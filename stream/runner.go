@@ -19,11 +19,11 @@ import (
 // and table.after-commit inside the sink's commit).
 var (
 	hookAfterOffsetEntry = fault.Register("stream.after-offset-entry",
-		"offsets/<N> is durable, batch N has not run")
+		"batch N's offset entry is durable, batch N has not run")
 	hookAfterStateSave = fault.Register("stream.after-state-save",
 		"state/<N> is durable, the sink has not committed batch N")
 	hookAfterCommitEntry = fault.Register("stream.after-commit-entry",
-		"commits/<N> is durable, batch N+1 is not planned")
+		"batch N's commit entry is durable, batch N+1 is not planned")
 )
 
 // Query runs one streaming query: it owns the checkpoint and drives Source,
