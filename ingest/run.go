@@ -305,7 +305,10 @@ func chunkEvents(events <-chan received, work, ordered chan<- *chunk) {
 	defer close(work)
 	defer close(ordered)
 	for ev := range events {
-		c := &chunk{evs: make([]received, 1, maxChunk), done: make(chan struct{})}
+		// Sized by what is queued now: a slow stream's chunks are single
+		// events, and a chunk of maxChunk for each was most of ingest's
+		// garbage at the real stream's rate.
+		c := &chunk{evs: make([]received, 1, min(maxChunk, 1+len(events))), done: make(chan struct{})}
 		c.evs[0] = ev
 	fill:
 		for len(c.evs) < maxChunk {
@@ -330,6 +333,11 @@ func chunkEvents(events <-chan received, work, ordered chan<- *chunk) {
 func (in *Ingester) weight(size int) int64 {
 	return min(max(int64(size), 1), int64(in.cfg.MaxBufferedBytes))
 }
+
+// batchCap is the capacity of the next batch's records: room for a quarter
+// more than the last batch held, so a slow stream does not allocate
+// BatchMax records a batch (at 35 ev/s a batch holds about seven).
+func batchCap(last, limit int) int { return min(limit, 8+last+last/4) }
 
 // pending is one batch on its way to the broker.
 type pending struct {
@@ -360,10 +368,10 @@ func (in *Ingester) batch(ordered <-chan *chunk, out chan<- pending) {
 			p.b.Meta = []broker.Meta{{Key: MetaKey(in.cfg.Source), Value: []byte(p.position)}}
 		}
 		out <- p
-		p = pending{b: broker.Batch{Records: make([]broker.Record, 0, in.cfg.BatchMax)}}
+		p = pending{b: broker.Batch{Records: make([]broker.Record, 0, batchCap(len(p.b.Records), in.cfg.BatchMax))}}
 		n = 0
 	}
-	p.b.Records = make([]broker.Record, 0, in.cfg.BatchMax)
+	p.b.Records = make([]broker.Record, 0, batchCap(0, in.cfg.BatchMax))
 	for {
 		select {
 		case c, ok := <-ordered:

@@ -127,7 +127,7 @@ func readFile(ctx context.Context, fs iceio.IO, tbl *icetable.Table, path string
 	}
 	defer f.Close()
 	mem := compute.GetAllocator(ctx)
-	props := parquet.NewReaderProperties(mem)
+	props := parquet.NewReaderProperties(pageAlloc) // the reader's own buffers (pagealloc.go); rows get mem
 	props.BufferedStreamEnabled = true
 	props.BufferSize = mergeReadBuffer
 	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
