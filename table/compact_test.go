@@ -203,7 +203,7 @@ func TestCompactWithPoisonedPageBuffers(t *testing.T) {
 		rec.Release()
 	}
 	before := rowStrings(t, l, table.Bronze)
-	reused := table.PoisonPageBuffers(t)
+	freed := table.PoisonPageBuffers(t)
 	res, err := l.Compact(ctx, table.Bronze, mergeAll)
 	if err != nil {
 		t.Fatal(err)
@@ -211,8 +211,8 @@ func TestCompactWithPoisonedPageBuffers(t *testing.T) {
 	if res.FilesRemoved != files {
 		t.Fatalf("inconclusive: compaction replaced %d of %d files", res.FilesRemoved, files)
 	}
-	if n := reused(); n < files {
-		t.Fatalf("inconclusive: the merge reused %d page buffers, want at least one per file", n)
+	if n := freed(); n < files {
+		t.Fatalf("inconclusive: the merge gave back %d page buffers, want at least one per file", n)
 	}
 	after := rowStrings(t, l, table.Bronze)
 	if !slices.Equal(after, before) {

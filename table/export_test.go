@@ -1,6 +1,11 @@
 package table
 
-import icecat "github.com/apache/iceberg-go/catalog"
+import (
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	icecat "github.com/apache/iceberg-go/catalog"
+)
 
 // CatalogOf hands the tests of this package the lake's iceberg-go catalog,
 // to build a lake as an earlier version left it and to inspect its tables.
@@ -9,10 +14,26 @@ func CatalogOf(l *Lake) icecat.Catalog { return l.cat }
 
 // PoisonPageBuffers makes compaction's page-buffer allocator overwrite
 // every buffer it is given back (until the test ends) and returns how many
-// buffers it has handed out again since.
+// it has been given back since.
 func PoisonPageBuffers(t interface{ Cleanup(func()) }) func() int64 {
-	pageAlloc.poison = true
-	start := pageAlloc.reused.Load()
-	t.Cleanup(func() { pageAlloc.poison = false })
-	return func() int64 { return pageAlloc.reused.Load() - start }
+	p := &poisoner{Allocator: pageAlloc}
+	pageAlloc = p
+	t.Cleanup(func() { pageAlloc = p.Allocator })
+	return p.freed.Load
+}
+
+// poisoner overwrites each buffer the reader frees before handing it back
+// to Allocator (a buffer Reallocate replaces goes back unpoisoned).
+type poisoner struct {
+	memory.Allocator
+	freed atomic.Int64
+}
+
+func (p *poisoner) Free(b []byte) {
+	b = b[:cap(b)]
+	for i := range b {
+		b[i] = 0xA5
+	}
+	p.freed.Add(1)
+	p.Allocator.Free(b)
 }
