@@ -36,6 +36,11 @@ import (
 // the disk. That record's append never returned, so the protocol never
 // relied on it; loading truncates it. A complete record whose checksum or
 // JSON does not match is corruption (ErrCorruptCheckpoint), wherever it is.
+// A damaged length field that points past the end of the file cannot be
+// told from a torn tail and is cut off with what follows it: when the
+// entries lost that way include a batch the table has committed, recovery
+// stops with ErrTableAhead (never a duplicate); otherwise the next batch
+// is planned again from the last entry kept.
 // A later record of the same kind and batch replaces an earlier one, as
 // rewriting a file did. Purge appends a purge record (the first batch
 // kept; loading drops the entries below it) and rewrites the file (temp
