@@ -155,28 +155,24 @@ func (c *Checkpoint) SetQueryID(id, name string) error {
 
 // WriteOffsets durably appends batch e.Batch's offset entry.
 func (c *Checkpoint) WriteOffsets(e OffsetEntry) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, err := c.entries()
-	if err == nil {
-		err = l.add(kindOffsets, e.Batch, e)
-	}
-	if err != nil {
-		return fmt.Errorf("write offset entry %d: %w", e.Batch, err)
-	}
-	return nil
+	return c.write(kindOffsets, "offset", e.Batch, e)
 }
 
 // WriteCommit durably appends batch e.Batch's commit entry.
 func (c *Checkpoint) WriteCommit(e CommitEntry) error {
+	return c.write(kindCommit, "commit", e.Batch, e)
+}
+
+// write appends one entry (an OffsetEntry or a CommitEntry) to the log.
+func (c *Checkpoint) write(kind byte, what string, batch int64, e any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l, err := c.entries()
 	if err == nil {
-		err = l.add(kindCommit, e.Batch, e)
+		err = l.add(kind, batch, e)
 	}
 	if err != nil {
-		return fmt.Errorf("write commit entry %d: %w", e.Batch, err)
+		return fmt.Errorf("write %s entry %d: %w", what, batch, err)
 	}
 	return nil
 }

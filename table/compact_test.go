@@ -158,12 +158,7 @@ func TestCompactKeepsEveryValue(t *testing.T) {
 	l := openLake(t, table.Config{Dir: t.TempDir()})
 	ctx := context.Background()
 	const files, rows = 6, 1000
-	evs := replay.Generate(7, files*rows).Events
-	for i := range files {
-		rec := eventsBronzeRecord(int64(i)*rows, evs[i*rows:(i+1)*rows], true)
-		mustCommit(t, l, table.Bronze, batchOf("bronze", int64(i+1), rec))
-		rec.Release()
-	}
+	commitEventFiles(t, l, 7, files, rows, func(int) bool { return true })
 	before := rowStrings(t, l, table.Bronze)
 	res, err := l.Compact(ctx, table.Bronze, mergeAll)
 	if err != nil {
@@ -196,12 +191,7 @@ func TestCompactWithPoisonedPageBuffers(t *testing.T) {
 	l := openLake(t, table.Config{Dir: t.TempDir()})
 	ctx := context.Background()
 	const files, rows = 60, 40
-	evs := replay.Generate(11, files*rows).Events
-	for i := range files {
-		rec := eventsBronzeRecord(int64(i)*rows, evs[i*rows:(i+1)*rows], i%3 != 0)
-		mustCommit(t, l, table.Bronze, batchOf("bronze", int64(i+1), rec))
-		rec.Release()
-	}
+	commitEventFiles(t, l, 11, files, rows, func(i int) bool { return i%3 != 0 })
 	before := rowStrings(t, l, table.Bronze)
 	freed := table.PoisonPageBuffers(t)
 	res, err := l.Compact(ctx, table.Bronze, mergeAll)
@@ -217,6 +207,18 @@ func TestCompactWithPoisonedPageBuffers(t *testing.T) {
 	after := rowStrings(t, l, table.Bronze)
 	if !slices.Equal(after, before) {
 		t.Fatalf("rows after a merge with recycled page buffers differ: %d rows, want %d", len(after), len(before))
+	}
+}
+
+// commitEventFiles commits files bronze batches of rows generated events
+// each (seed seeds the generator; keyed says which batches carry keys).
+func commitEventFiles(t *testing.T, l *table.Lake, seed int64, files, rows int, keyed func(int) bool) {
+	t.Helper()
+	evs := replay.Generate(seed, files*rows).Events
+	for i := range files {
+		rec := eventsBronzeRecord(int64(i*rows), evs[i*rows:(i+1)*rows], keyed(i))
+		mustCommit(t, l, table.Bronze, batchOf("bronze", int64(i+1), rec))
+		rec.Release()
 	}
 }
 
