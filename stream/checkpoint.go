@@ -155,21 +155,21 @@ func (c *Checkpoint) SetQueryID(id, name string) error {
 
 // WriteOffsets durably appends batch e.Batch's offset entry.
 func (c *Checkpoint) WriteOffsets(e OffsetEntry) error {
-	return c.write(kindOffsets, "offset", e.Batch, e)
+	return c.write("offset", e.Batch, e)
 }
 
 // WriteCommit durably appends batch e.Batch's commit entry.
 func (c *Checkpoint) WriteCommit(e CommitEntry) error {
-	return c.write(kindCommit, "commit", e.Batch, e)
+	return c.write("commit", e.Batch, e)
 }
 
 // write appends one entry (an OffsetEntry or a CommitEntry) to the log.
-func (c *Checkpoint) write(kind byte, what string, batch int64, e any) error {
+func (c *Checkpoint) write(what string, batch int64, e any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l, err := c.entries()
 	if err == nil {
-		err = l.add(kind, batch, e)
+		err = l.add(e)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s entry %d: %w", what, batch, err)
@@ -215,7 +215,8 @@ func (c *Checkpoint) LatestOffsets() (OffsetEntry, bool, error) {
 	if err != nil {
 		return OffsetEntry{}, false, err
 	}
-	return latest(l.offsets)
+	e, ok := latest(l.offsets)
+	return e, ok, nil
 }
 
 // LatestCommit returns the commit entry with the highest batch id.
@@ -226,16 +227,17 @@ func (c *Checkpoint) LatestCommit() (CommitEntry, bool, error) {
 	if err != nil {
 		return CommitEntry{}, false, err
 	}
-	return latest(l.commits)
+	e, ok := latest(l.commits)
+	return e, ok, nil
 }
 
 // latest is the entry of m with the highest batch.
-func latest[E any](m map[int64]E) (E, bool, error) {
-	var e E
+func latest[E any](m map[int64]E) (E, bool) {
 	if len(m) == 0 {
-		return e, false, nil
+		var e E
+		return e, false
 	}
-	return m[slices.Max(slices.Collect(maps.Keys(m)))], true, nil
+	return m[slices.Max(slices.Collect(maps.Keys(m)))], true
 }
 
 // CommitsAfter returns the retained commit entries with batch > after, in
@@ -346,30 +348,15 @@ func readJSON(path string, v any) error {
 // log is rewritten (durably) before any file goes, so a crash in between
 // migrates again; an entry the log already holds is newer and wins.
 func migrateEntryFiles(dir string, l *entryLog) error {
-	var found bool
-	for _, kind := range []string{"offsets", "commits"} {
-		ids, err := listBatches(filepath.Join(dir, kind))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		found = true
-		for _, id := range ids {
-			path := filepath.Join(dir, kind, strconv.FormatInt(id, 10))
-			var err error
-			if kind == "offsets" {
-				err = migrateEntry(path, l.offsets, id)
-			} else {
-				err = migrateEntry(path, l.commits, id)
-			}
-			if err != nil {
-				return fmt.Errorf("read %s: %w", path, err)
-			}
-		}
+	foundO, err := migrateDir(filepath.Join(dir, "offsets"), l.offsets)
+	if err != nil {
+		return err
 	}
-	if !found {
+	foundC, err := migrateDir(filepath.Join(dir, "commits"), l.commits)
+	if err != nil {
+		return err
+	}
+	if !foundO && !foundC {
 		return nil
 	}
 	if err := l.rewrite(); err != nil {
@@ -383,15 +370,26 @@ func migrateEntryFiles(dir string, l *entryLog) error {
 	return durable.SyncDir(dir)
 }
 
-// migrateEntry reads one entry file into m unless m has the batch already.
-func migrateEntry[E any](path string, m map[int64]E, id int64) error {
-	if _, ok := m[id]; ok {
-		return nil
+// migrateDir reads the entry files of dir into m, except the batches m
+// has already; found is false when dir does not exist.
+func migrateDir[E any](dir string, m map[int64]E) (found bool, err error) {
+	ids, err := listBatches(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
 	}
-	var e E
-	if err := readJSON(path, &e); err != nil {
-		return err
+	if err != nil {
+		return false, err
 	}
-	m[id] = e
-	return nil
+	for _, id := range ids {
+		if _, ok := m[id]; ok {
+			continue
+		}
+		path := filepath.Join(dir, strconv.FormatInt(id, 10))
+		var e E
+		if err := readJSON(path, &e); err != nil {
+			return true, fmt.Errorf("read %s: %w", path, err)
+		}
+		m[id] = e
+	}
+	return true, nil
 }

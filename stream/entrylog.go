@@ -174,20 +174,30 @@ func appendRecord(dst []byte, kind byte, v any) ([]byte, error) {
 	return append(dst, payload...), nil
 }
 
-// add durably appends an entry; the maps change only once it is on disk.
-func (l *entryLog) add(kind byte, batch int64, v any) error {
+// add durably appends an OffsetEntry or a CommitEntry; the maps change
+// only once it is on disk.
+func (l *entryLog) add(v any) error {
+	var kind byte
+	switch v.(type) {
+	case OffsetEntry:
+		kind = kindOffsets
+	case CommitEntry:
+		kind = kindCommit
+	default:
+		return fmt.Errorf("entry log: %T is not an entry", v)
+	}
 	rec, err := appendRecord(nil, kind, v)
 	if err != nil {
-		return fmt.Errorf("encode entry %d: %w", batch, err)
+		return fmt.Errorf("encode entry: %w", err)
 	}
 	if err := l.write(rec, true); err != nil {
 		return err
 	}
 	switch e := v.(type) {
 	case OffsetEntry:
-		l.offsets[batch] = e
+		l.offsets[e.Batch] = e
 	case CommitEntry:
-		l.commits[batch] = e
+		l.commits[e.Batch] = e
 	}
 	return nil
 }
@@ -260,13 +270,9 @@ func (l *entryLog) rewrite() error {
 		return l.broken
 	}
 	var buf []byte
-	batches := slices.Sorted(maps.Keys(l.offsets))
-	for b := range l.commits {
-		if _, ok := l.offsets[b]; !ok {
-			batches = append(batches, b)
-		}
-	}
+	batches := slices.Concat(slices.Collect(maps.Keys(l.offsets)), slices.Collect(maps.Keys(l.commits)))
 	slices.Sort(batches)
+	batches = slices.Compact(batches)
 	var err error
 	for _, b := range batches {
 		if e, ok := l.offsets[b]; ok {
