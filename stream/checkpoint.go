@@ -165,70 +165,63 @@ func (c *Checkpoint) WriteCommit(e CommitEntry) error {
 
 // write appends one entry (an OffsetEntry or a CommitEntry) to the log.
 func (c *Checkpoint) write(what string, batch int64, e any) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, err := c.entries()
-	if err == nil {
-		err = l.add(e)
-	}
-	if err != nil {
+	if err := c.withLog(func(l *entryLog) error { return l.add(e) }); err != nil {
 		return fmt.Errorf("write %s entry %d: %w", what, batch, err)
 	}
 	return nil
 }
 
-// Offsets returns batch's offset entry; ErrNoEntry if there is none.
-func (c *Checkpoint) Offsets(batch int64) (OffsetEntry, error) {
+// withLog runs f on the loaded entry log, holding c.mu.
+func (c *Checkpoint) withLog(f func(*entryLog) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l, err := c.entries()
 	if err != nil {
-		return OffsetEntry{}, fmt.Errorf("read offset entry %d: %w", batch, err)
+		return err
 	}
-	e, ok := l.offsets[batch]
-	if !ok {
-		return e, fmt.Errorf("read offset entry %d: %w", batch, ErrNoEntry)
+	return f(l)
+}
+
+// Offsets returns batch's offset entry; ErrNoEntry if there is none.
+func (c *Checkpoint) Offsets(batch int64) (OffsetEntry, error) {
+	var e OffsetEntry
+	err := c.withLog(func(l *entryLog) error { return entry(l.offsets, batch, &e) })
+	if err != nil {
+		return e, fmt.Errorf("read offset entry %d: %w", batch, err)
 	}
 	return e, nil
 }
 
 // Commit returns batch's commit entry; ErrNoEntry if there is none.
 func (c *Checkpoint) Commit(batch int64) (CommitEntry, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, err := c.entries()
+	var e CommitEntry
+	err := c.withLog(func(l *entryLog) error { return entry(l.commits, batch, &e) })
 	if err != nil {
-		return CommitEntry{}, fmt.Errorf("read commit entry %d: %w", batch, err)
-	}
-	e, ok := l.commits[batch]
-	if !ok {
-		return e, fmt.Errorf("read commit entry %d: %w", batch, ErrNoEntry)
+		return e, fmt.Errorf("read commit entry %d: %w", batch, err)
 	}
 	return e, nil
 }
 
-// LatestOffsets returns the offset entry with the highest batch id.
-func (c *Checkpoint) LatestOffsets() (OffsetEntry, bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, err := c.entries()
-	if err != nil {
-		return OffsetEntry{}, false, err
+// entry sets *e to batch's entry of m; ErrNoEntry if m has none.
+func entry[E any](m map[int64]E, batch int64, e *E) error {
+	v, ok := m[batch]
+	if !ok {
+		return ErrNoEntry
 	}
-	e, ok := latest(l.offsets)
-	return e, ok, nil
+	*e = v
+	return nil
+}
+
+// LatestOffsets returns the offset entry with the highest batch id.
+func (c *Checkpoint) LatestOffsets() (e OffsetEntry, ok bool, err error) {
+	err = c.withLog(func(l *entryLog) error { e, ok = latest(l.offsets); return nil })
+	return e, ok, err
 }
 
 // LatestCommit returns the commit entry with the highest batch id.
-func (c *Checkpoint) LatestCommit() (CommitEntry, bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, err := c.entries()
-	if err != nil {
-		return CommitEntry{}, false, err
-	}
-	e, ok := latest(l.commits)
-	return e, ok, nil
+func (c *Checkpoint) LatestCommit() (e CommitEntry, ok bool, err error) {
+	err = c.withLog(func(l *entryLog) error { e, ok = latest(l.commits); return nil })
+	return e, ok, err
 }
 
 // latest is the entry of m with the highest batch.
@@ -242,20 +235,16 @@ func latest[E any](m map[int64]E) (E, bool) {
 
 // CommitsAfter returns the retained commit entries with batch > after, in
 // batch order.
-func (c *Checkpoint) CommitsAfter(after int64) ([]CommitEntry, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, err := c.entries()
-	if err != nil {
-		return nil, err
-	}
-	var out []CommitEntry
-	for _, b := range slices.Sorted(maps.Keys(l.commits)) {
-		if b > after {
-			out = append(out, l.commits[b])
+func (c *Checkpoint) CommitsAfter(after int64) (out []CommitEntry, err error) {
+	err = c.withLog(func(l *entryLog) error {
+		for _, b := range slices.Sorted(maps.Keys(l.commits)) {
+			if b > after {
+				out = append(out, l.commits[b])
+			}
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // SaveState durably stores state version version (the state after batch
@@ -296,13 +285,7 @@ func (c *Checkpoint) Purge(keepFrom int64) error {
 			return fmt.Errorf("purge state/%d: %w", id, err)
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, err := c.entries()
-	if err == nil {
-		err = l.purge(keepFrom)
-	}
-	if err != nil {
+	if err := c.withLog(func(l *entryLog) error { return l.purge(keepFrom) }); err != nil {
 		return fmt.Errorf("purge: %w", err)
 	}
 	return nil
