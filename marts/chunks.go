@@ -13,10 +13,10 @@ import (
 const DefaultChunkRows = 250_000
 
 // hourChunks lists consecutive ranges [from, to) of whole UTC hours of
-// silver.edits, each holding at most d.chunkRows edits unless one hour alone
-// holds more.
+// silver.edits_hours (the hours a refresh rebuilds), each holding at most
+// d.chunkRows edits unless one hour alone holds more.
 func (d *duck) hourChunks(ctx context.Context) ([][2]time.Time, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT date_trunc('hour', event_time) AS h, count(*) FROM silver.edits GROUP BY h ORDER BY h`)
+	rows, err := d.db.QueryContext(ctx, `SELECT date_trunc('hour', event_time) AS h, count(*) FROM silver.edits_hours GROUP BY h ORDER BY h`)
 	if err != nil {
 		return nil, fmt.Errorf("count edits per hour: %w", err)
 	}
@@ -41,9 +41,9 @@ func (d *duck) hourChunks(ctx context.Context) ([][2]time.Time, error) {
 }
 
 // buildByHour creates table tmp from q, a mart whose rows are each a
-// function of one hour of silver.edits and which reads only the hours from
-// getvariable('hours_from') to getvariable('hours_to'), by running q over
-// each chunk of hours (hourChunks) in turn.
+// function of one hour of silver.edits_hours and which reads only the hours
+// from getvariable('hours_from') to getvariable('hours_to'), by running q
+// over each chunk of hours (hourChunks) in turn.
 func (d *duck) buildByHour(ctx context.Context, tmp, q string) error {
 	chunks, err := d.hourChunks(ctx)
 	if err != nil {

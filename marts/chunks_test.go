@@ -63,7 +63,7 @@ func TestChunkedRefreshEqualsWhole(t *testing.T) {
 }
 
 // hourChunksOf returns the hour chunks m's refresh would build
-// wiki_activity_hourly in, over all of silver.edits.
+// wiki_activity_hourly in, over all of silver.edits (a full refresh).
 func hourChunksOf(t *testing.T, m *Marts, lake *table.Lake) [][2]int64 {
 	t.Helper()
 	ctx := context.Background()
@@ -76,7 +76,7 @@ func hourChunksOf(t *testing.T, m *Marts, lake *table.Lake) [][2]int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.attach(ctx, table.SilverEdits, files); err != nil {
+	if err := d.attach(ctx, table.SilverEdits+"_hours", files); err != nil {
 		t.Fatal(err)
 	}
 	chunks, err := d.hourChunks(ctx)

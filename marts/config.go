@@ -171,7 +171,11 @@ type Marts struct {
 	// bronzeSeen is what the last passing offsets check established (under
 	// mu; nil: count every row).
 	bronzeSeen *bronzeSeen
-	heldSince  map[string]time.Time // per table, when warnHeld last warned (under expireMu)
+	// idsSeen holds the silver.edits files whose ids the last passing
+	// uniqueness check covered, idsPending those it will have covered if
+	// it passes (under mu; nil: none).
+	idsSeen, idsPending map[string]bool
+	heldSince           map[string]time.Time // per table, when warnHeld last warned (under expireMu)
 }
 
 // New returns Marts over lake, using log (may be nil) for the offsets check.

@@ -85,12 +85,12 @@ func TestIncrementalRefreshEqualsFull(t *testing.T) {
 	sessions(0, 30, 60*24)
 	step("first", "full (first refresh")
 	edits(day(1, 11), 30)
-	step("append to the newest day", "1 edit days, 0 session days")
-	step("nothing new", "0 edit days, 0 session days")
+	step("append to the newest day", "1 edit days (1 hours), 0 session days")
+	step("nothing new", "0 edit days (0 hours), 0 session days")
 	edits(day(0, 23), 5) // a late edit into the old day, and one into the next
 	edits(day(1, 23).Add(59*time.Minute+50*time.Second), 20)
 	sessions(60*24 + 5)
-	step("late edits over three days", "3 edit days, 1 session days")
+	step("late edits over three days", "3 edit days (3 hours), 1 session days")
 	both(func(l *table.Lake) error {
 		res, err := l.Compact(ctx, table.SilverEdits, table.CompactPolicy{TargetBytes: 64 << 20, FanIn: 8, ColdAfter: time.Hour, Now: day(5, 0)})
 		if err == nil && res.RowsMoved == 0 {
@@ -98,12 +98,12 @@ func TestIncrementalRefreshEqualsFull(t *testing.T) {
 		}
 		return err
 	})
-	step("compaction rewrites the closed days", "2 edit days, 0 session days")
+	step("compaction rewrites the closed days", "2 edit days (")
 	both(func(l *table.Lake) error {
 		_, err := l.DeleteBefore(ctx, table.SilverEdits, "event_time", day(1, 0))
 		return err
 	})
-	step("retention drops day 0", "1 edit days, 0 session days")
+	step("retention drops day 0", "1 edit days (")
 	if n := strings.Count(dumpTable(t, inc, TopEditorsDaily), day(0, 0).Format(time.DateOnly)); n != 0 {
 		t.Fatalf("top_editors_daily still has %d rows of the day retention deleted", n)
 	}

@@ -168,7 +168,7 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 			return rep, err
 		}
 	}
-	m.inc = &incState{edits: sc.edits, sessions: sc.sessions, gold: wrote}
+	m.inc = &incState{edits: sc.edits, sessions: sc.sessions, editHours: sc.hours, gold: wrote}
 	if rep.Checks, err = m.runChecks(ctx, d); err != nil {
 		return rep, err
 	}
@@ -190,7 +190,10 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 // attachInputs plans silver (with time bounds), bronze and the stream
 // progress table, decides the scope against prev (nil: full) and attaches
 // silver.edits and silver.editor_sessions limited to the days in scope,
-// and silver.edits_recent for hot_pages.
+// silver.edits_hours limited to the hours of wiki_activity_hourly in
+// scope, silver.edits_new and silver.edits_old (the days in scope of the
+// files the last passing uniqueness check had not covered, and of those it
+// had: checks_unique.go) and silver.edits_recent for hot_pages.
 func (m *Marts) attachInputs(ctx context.Context, d *duck, prev *incState, gold map[string]int64) (scope, error) {
 	edits, err := m.lake.DataFilesWithBounds(ctx, table.SilverEdits, "event_time")
 	if err != nil {
@@ -201,10 +204,17 @@ func (m *Marts) attachInputs(ctx context.Context, d *duck, prev *incState, gold 
 		return scope{}, fmt.Errorf("plan %s: %w", table.EditorSessions, err)
 	}
 	sc := planScope(prev, edits, sessions, gold)
-	if err := d.attachWhere(ctx, table.SilverEdits, sc.editFiles, sc.dayFilter("event_time", sc.editDays)); err != nil {
+	inDays := sc.unitFilter("event_time", sc.editDays, unitDay)
+	if err := d.attachWhere(ctx, table.SilverEdits, sc.editFiles, inDays); err != nil {
 		return sc, err
 	}
-	if err := d.attachWhere(ctx, table.EditorSessions, sc.sessFiles, sc.dayFilter("session_start", sc.sessDays)); err != nil {
+	if err := d.attachWhere(ctx, table.SilverEdits+"_hours", sc.hourFiles, sc.unitFilter("event_time", sc.editHours, unitHour)); err != nil {
+		return sc, err
+	}
+	if err := m.attachUnseen(ctx, d, sc, inDays); err != nil {
+		return sc, err
+	}
+	if err := d.attachWhere(ctx, table.EditorSessions, sc.sessFiles, sc.unitFilter("session_start", sc.sessDays, unitDay)); err != nil {
 		return sc, err
 	}
 	if err := d.attach(ctx, table.SilverEdits+"_recent", sc.recent); err != nil {

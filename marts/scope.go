@@ -11,39 +11,42 @@ import (
 	"lakehouse/table"
 )
 
-// A Refresh rebuilds only the UTC days whose silver input changed since the
-// previous Refresh of this process, and keeps the other days of each mart
-// as it wrote them. The daily marts are functions of one day of silver
-// each (wiki_activity_hourly by hour, top_editors_daily by day of the
-// edit, editor_sessions_daily by day of the session's start), so a day
-// whose set of silver files is the same holds the same rows. A day's
-// fingerprint is a hash of the paths and record counts of the live files
-// whose column bounds (from the manifests, without opening a file) overlap
-// it; an append, a compaction, a retention delete or a rewrite changes it.
-// hot_pages covers the last day before the newest edit and is rebuilt every
-// time from the files that reach into that window.
+// A Refresh rebuilds only the units of time whose silver input changed
+// since the previous Refresh of this process, and keeps the other rows of
+// each mart as it wrote them. top_editors_daily and editor_sessions_daily
+// are functions of one UTC day of silver each (by day of the edit, by day
+// of the session's start), wiki_activity_hourly of one UTC hour, so a day
+// or an hour whose set of silver files is the same holds the same rows. A
+// unit's fingerprint is a hash of the paths and record counts of the live
+// files whose column bounds (from the manifests, without opening a file)
+// overlap it; an append, a compaction, a retention delete or a rewrite
+// changes it. Late in a day the hourly mart so reads the last hour or two,
+// not the day. hot_pages covers the last day before the newest edit and is
+// rebuilt every time from the files that reach into that window.
 //
 // The previous fingerprints are kept in memory only: the first Refresh of
 // a process, a Refresh after one that failed, and a Refresh that finds a
 // gold table at another snapshot than the one it wrote rebuild everything.
-// The checks then run over the same scope: the rebuilt days of silver
-// against the rebuilt days of gold, as read back from the lake.
+// The checks then run over the same scope: the rebuilt units of silver
+// against the rebuilt units of gold, as read back from the lake.
 
 // hotWindow is the longest hot_pages window (sql/hot_pages.sql).
 const hotWindow = 24 * time.Hour
 
-// dayKey is a UTC day as DuckDB prints a DATE.
-type dayKey string
+// The units a Refresh rebuilds: UTC days for the daily marts, UTC hours for
+// wiki_activity_hourly. A unit is named by its start in Unix seconds.
+const (
+	unitDay  = 24 * time.Hour
+	unitHour = time.Hour
+)
 
-func dayOf(t time.Time) dayKey { return dayKey(t.UTC().Format(time.DateOnly)) }
+// prints is the fingerprint of each unit a table's files cover.
+type prints map[int64]uint64
 
-// dayPrints is the fingerprint of each day a table's files cover.
-type dayPrints map[dayKey]uint64
-
-// fingerprints hashes each file into every day its bounds overlap. ok is
-// false when a file has no bounds (it cannot be placed in a day).
-func fingerprints(f table.Files) (dayPrints, bool) {
-	out := dayPrints{}
+// fingerprints hashes each file into every unit its bounds overlap. ok is
+// false when a file has no bounds (it cannot be placed in a unit).
+func fingerprints(f table.Files, unit time.Duration) (prints, bool) {
+	out := prints{}
 	for i, p := range f.Paths {
 		b := f.Bounds[i]
 		if !b.OK {
@@ -52,25 +55,25 @@ func fingerprints(f table.Files) (dayPrints, bool) {
 		h := fnv.New64a()
 		fmt.Fprintf(h, "%s\x00%d", p, b.Rows)
 		sum := h.Sum64()
-		for d := b.Lower.UTC().Truncate(24 * time.Hour); !d.After(b.Upper); d = d.Add(24 * time.Hour) {
-			out[dayOf(d)] ^= sum
+		for u := b.Lower.UTC().Truncate(unit); !u.After(b.Upper); u = u.Add(unit) {
+			out[u.Unix()] ^= sum
 		}
 	}
 	return out, true
 }
 
-// changedDays lists the days whose fingerprint differs between prev and
-// now, including days now has lost, sorted.
-func changedDays(prev, now dayPrints) []dayKey {
-	var out []dayKey
-	for d, h := range now {
-		if p, ok := prev[d]; !ok || p != h {
-			out = append(out, d)
+// changedUnits lists the units whose fingerprint differs between prev and
+// now, including units now has lost, sorted.
+func changedUnits(prev, now prints) []int64 {
+	var out []int64
+	for u, h := range now {
+		if p, ok := prev[u]; !ok || p != h {
+			out = append(out, u)
 		}
 	}
-	for d := range prev {
-		if _, ok := now[d]; !ok {
-			out = append(out, d)
+	for u := range prev {
+		if _, ok := now[u]; !ok {
+			out = append(out, u)
 		}
 	}
 	slices.Sort(out)
@@ -79,18 +82,22 @@ func changedDays(prev, now dayPrints) []dayKey {
 
 // incState is what the previous successful Refresh built from.
 type incState struct {
-	edits, sessions dayPrints
-	gold            map[string]int64 // snapshot each gold table was left at
+	edits, sessions, editHours prints
+	gold                       map[string]int64 // snapshot each gold table was left at
 }
 
-// scope is what one Refresh rebuilds. full: everything (days unused).
+// scope is what one Refresh rebuilds. full: everything (units unused).
 type scope struct {
 	full                 bool
 	reason               string // why full, for the report
-	editDays, sessDays   []dayKey
+	editDays, sessDays   []int64
+	editHours            []int64     // the hours of wiki_activity_hourly rebuilt
 	editFiles, sessFiles table.Files // the files the rebuilt days read
+	hourFiles            table.Files // the files the rebuilt hours read
+	allEdits             table.Files // every live file of silver.edits
 	recent               table.Files // the files reaching into the hot_pages window
-	edits, sessions      dayPrints
+	edits, sessions      prints
+	hours                prints
 	bronze               int64 // bronze's snapshot, planned beside silver
 }
 
@@ -99,10 +106,12 @@ func (sc scope) goldFilter(mt mart) string {
 	switch {
 	case mt.dayCol == "":
 		return "true"
+	case mt.byHours:
+		return sc.unitFilter(quoteIdent(mt.dayCol), sc.editHours, unitHour)
 	case mt.sessions:
-		return sc.dayFilter(quoteIdent(mt.dayCol), sc.sessDays)
+		return sc.unitFilter(quoteIdent(mt.dayCol), sc.sessDays, unitDay)
 	default:
-		return sc.dayFilter(quoteIdent(mt.dayCol), sc.editDays)
+		return sc.unitFilter(quoteIdent(mt.dayCol), sc.editDays, unitDay)
 	}
 }
 
@@ -110,14 +119,15 @@ func (sc scope) goldFilter(mt mart) string {
 // sessions carry bounds of event_time and session_start; gold is each gold
 // table's current snapshot (0: none).
 func planScope(prev *incState, edits, sessions table.Files, gold map[string]int64) scope {
-	sc := scope{editFiles: edits, sessFiles: sessions, recent: recentFiles(edits)}
-	var okE, okS bool
-	sc.edits, okE = fingerprints(edits)
-	sc.sessions, okS = fingerprints(sessions)
+	sc := scope{editFiles: edits, hourFiles: edits, sessFiles: sessions, allEdits: edits, recent: recentFiles(edits)}
+	var okE, okS, okH bool
+	sc.edits, okE = fingerprints(edits, unitDay)
+	sc.hours, okH = fingerprints(edits, unitHour)
+	sc.sessions, okS = fingerprints(sessions, unitDay)
 	switch {
 	case prev == nil:
 		sc.full, sc.reason = true, "first refresh of this process"
-	case !okE || !okS:
+	case !okE || !okS || !okH:
 		sc.full, sc.reason = true, "a silver file has no time bounds"
 	case !maps.Equal(prev.gold, gold):
 		sc.full, sc.reason = true, "a gold table is not at the snapshot the last refresh wrote"
@@ -125,24 +135,23 @@ func planScope(prev *incState, edits, sessions table.Files, gold map[string]int6
 	if sc.full {
 		return sc
 	}
-	sc.editDays = changedDays(prev.edits, sc.edits)
-	sc.sessDays = changedDays(prev.sessions, sc.sessions)
-	sc.editFiles = overlapping(edits, sc.editDays)
-	sc.sessFiles = overlapping(sessions, sc.sessDays)
+	sc.editDays = changedUnits(prev.edits, sc.edits)
+	sc.editHours = changedUnits(prev.editHours, sc.hours)
+	sc.sessDays = changedUnits(prev.sessions, sc.sessions)
+	sc.editFiles = overlapping(edits, sc.editDays, unitDay)
+	sc.hourFiles = overlapping(edits, sc.editHours, unitHour)
+	sc.sessFiles = overlapping(sessions, sc.sessDays, unitDay)
 	return sc
 }
 
-// overlapping keeps the files whose bounds touch one of days.
-func overlapping(f table.Files, days []dayKey) table.Files {
-	starts := make([]time.Time, len(days))
-	for i, d := range days {
-		starts[i], _ = time.Parse(time.DateOnly, string(d))
-	}
+// overlapping keeps the files whose bounds touch one of units.
+func overlapping(f table.Files, units []int64, unit time.Duration) table.Files {
 	out := table.Files{Schema: f.Schema, SnapshotID: f.SnapshotID, Paths: []string{}}
 	for i, p := range f.Paths {
 		b := f.Bounds[i]
-		for _, start := range starts {
-			if !b.OK || !b.Upper.Before(start) && b.Lower.Before(start.Add(24*time.Hour)) {
+		for _, u := range units {
+			start := time.Unix(u, 0)
+			if !b.OK || !b.Upper.Before(start) && b.Lower.Before(start.Add(unit)) {
 				out.Paths = append(out.Paths, p)
 				out.Bounds = append(out.Bounds, b)
 				break
@@ -171,25 +180,33 @@ func recentFiles(f table.Files) table.Files {
 	return out
 }
 
-// dayFilter is a SQL predicate keeping the rows whose expr falls on one of
-// days ("true" for a full refresh).
-func (sc scope) dayFilter(expr string, days []dayKey) string {
+// unitFilter is a SQL predicate keeping the rows whose expr falls in one
+// of units ("true" for a full refresh).
+func (sc scope) unitFilter(expr string, units []int64, unit time.Duration) string {
 	if sc.full {
 		return "true"
 	}
-	if len(days) == 0 {
+	if len(units) == 0 {
 		return "false"
 	}
-	lits := make([]string, len(days))
-	for i, d := range days {
-		lits[i] = "DATE " + quoteString(string(d))
+	lits := make([]string, len(units))
+	for i, u := range units {
+		at := time.Unix(u, 0).UTC()
+		if unit == unitDay {
+			lits[i] = "DATE " + quoteString(at.Format(time.DateOnly))
+		} else {
+			lits[i] = "TIMESTAMPTZ " + quoteString(at.Format("2006-01-02 15:04:05+00"))
+		}
 	}
-	return fmt.Sprintf("CAST(%s AS DATE) IN (%s)", expr, strings.Join(lits, ", "))
+	if unit == unitDay {
+		return fmt.Sprintf("CAST(%s AS DATE) IN (%s)", expr, strings.Join(lits, ", "))
+	}
+	return fmt.Sprintf("date_trunc('hour', %s) IN (%s)", expr, strings.Join(lits, ", "))
 }
 
 func (sc scope) String() string {
 	if sc.full {
 		return "full (" + sc.reason + ")"
 	}
-	return fmt.Sprintf("%d edit days, %d session days", len(sc.editDays), len(sc.sessDays))
+	return fmt.Sprintf("%d edit days (%d hours), %d session days", len(sc.editDays), len(sc.editHours), len(sc.sessDays))
 }

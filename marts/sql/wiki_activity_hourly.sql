@@ -4,7 +4,8 @@
 -- count(DISTINCT): DuckDB's grouping spills to disk past its memory limit,
 -- a DISTINCT aggregate holds a set per group in memory (a day of the real
 -- stream is about 1.9 million edits). It is built a few hours at a time,
--- from hours_from to hours_to (chunks.go).
+-- from hours_from to hours_to (chunks.go), from silver.edits_hours: the
+-- hours whose silver files changed since the last refresh (scope.go).
 WITH per_editor AS (
     SELECT
         wiki,
@@ -16,7 +17,7 @@ WITH per_editor AS (
         count(*) FILTER (WHERE NOT bot)                   AS human_edits,
         sum(byte_delta) FILTER (WHERE byte_delta > 0)     AS bytes_added,
         sum(byte_delta) FILTER (WHERE byte_delta < 0)     AS bytes_removed
-    FROM silver.edits
+    FROM silver.edits_hours
     -- The hours one statement builds (marts/chunks.go): a day's grouping
     -- per (wiki, hour, editor) at once filled DuckDB's memory limit.
     WHERE event_time >= getvariable('hours_from') AND event_time < getvariable('hours_to')
