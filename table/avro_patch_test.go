@@ -143,3 +143,54 @@ func TestAvroCodecPatched(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// avroEntryWide is avroEntry read through a reader schema with one more
+// field (its default filled in): a resolution, not the identical-schema
+// shortcut.
+type avroEntryWide struct {
+	avroEntry
+	Extra int32 `avro:"extra"`
+}
+
+// TestAvroResolvePatched: opening files with a reader schema resolves the
+// writer's and the reader's schema once per pair (the same resolved schema
+// comes back for a second file), and what is read through it is right:
+// every value, and the reader-only field's default.
+func TestAvroResolvePatched(t *testing.T) {
+	writer := avro.MustParse(avroEntrySchema)
+	reader := avro.MustParse(`{"type":"record","name":"entry","fields":[
+	{"name":"path","type":"string"},{"name":"length","type":"long"},{"name":"added","type":"int"},
+	{"name":"extra","type":"int","default":7}]}`)
+	var resolved []*avro.Schema
+	for n := range 3 {
+		b, err := writeAvroFile(writer, 5+n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := ocf.NewReader(bytes.NewReader(b), ocf.WithReaderSchema(reader))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resolved = append(resolved, rd.Schema())
+		for i := range 5 + n {
+			var e avroEntryWide
+			if err := rd.Decode(&e); err != nil {
+				t.Fatalf("file %d record %d: %v", n, i, err)
+			}
+			want := avroEntryWide{avroEntry{Path: fmt.Sprintf("file:///w/data/%05d.parquet", i), Length: int64(i) * 1000, Added: int32(i)}, 7}
+			if e != want {
+				t.Fatalf("file %d record %d: got %+v, want %+v", n, i, e, want)
+			}
+		}
+		var e avroEntryWide
+		if err := rd.Decode(&e); !errors.Is(err, io.EOF) {
+			t.Fatalf("file %d: after the last record: %v, want EOF", n, err)
+		}
+	}
+	if resolved[0] == reader {
+		t.Fatal("inconclusive: the reader schema came back unresolved (identical schemas)")
+	}
+	if resolved[1] != resolved[0] || resolved[2] != resolved[0] {
+		t.Fatal("each file resolved the same writer and reader schemas again: the Resolve patch is not in effect")
+	}
+}

@@ -29,6 +29,10 @@ import (
 // convention and Java's GenericDatumReader. This differs from the Avro spec
 // text and hamba/avro, which put reader first.
 func Resolve(writer, reader *Schema) (*Schema, error) {
+	return resolveCached(writer, reader) // lakehouse patch: see lakehouse_patch.go
+}
+
+func resolveUncached(writer, reader *Schema) (*Schema, error) {
 	if err := CheckCompatibility(writer, reader); err != nil {
 		return nil, err
 	}
