@@ -30,7 +30,8 @@ func (m *Marts) attachUnseen(ctx context.Context, d *duck, sc scope, inDays stri
 	if sc.full {
 		seen = nil // a full refresh counts every id of the table at once
 	}
-	unseen, covered := splitFiles(sc.editFiles, seen)
+	unseen := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return !seen[p] })
+	covered := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return seen[p] })
 	pending := make(map[string]bool, len(sc.allEdits.Paths))
 	for _, p := range sc.allEdits.Paths {
 		if seen[p] {
@@ -45,24 +46,6 @@ func (m *Marts) attachUnseen(ctx context.Context, d *duck, sc scope, inDays stri
 		return err
 	}
 	return d.attachWhere(ctx, table.SilverEdits+"_old", covered, inDays)
-}
-
-// splitFiles splits f into the files not in seen and those in it.
-func splitFiles(f table.Files, seen map[string]bool) (unseen, covered table.Files) {
-	unseen = table.Files{Schema: f.Schema, SnapshotID: f.SnapshotID, Paths: []string{}}
-	covered = unseen
-	covered.Paths = []string{}
-	for i, p := range f.Paths {
-		to := &unseen
-		if seen[p] {
-			to = &covered
-		}
-		to.Paths = append(to.Paths, p)
-		if i < len(f.Bounds) {
-			to.Bounds = append(to.Bounds, f.Bounds[i])
-		}
-	}
-	return unseen, covered
 }
 
 // maxIDParts bounds the passes of checkSilverUnique (a day of the real

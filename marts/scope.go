@@ -146,19 +146,15 @@ func planScope(prev *incState, edits, sessions table.Files, gold map[string]int6
 
 // overlapping keeps the files whose bounds touch one of units.
 func overlapping(f table.Files, units []int64, unit time.Duration) table.Files {
-	out := table.Files{Schema: f.Schema, SnapshotID: f.SnapshotID, Paths: []string{}}
-	for i, p := range f.Paths {
-		b := f.Bounds[i]
+	return keepFiles(f, func(_ string, b table.TimeBounds) bool {
 		for _, u := range units {
 			start := time.Unix(u, 0)
 			if !b.OK || !b.Upper.Before(start) && b.Lower.Before(start.Add(unit)) {
-				out.Paths = append(out.Paths, p)
-				out.Bounds = append(out.Bounds, b)
-				break
+				return true
 			}
 		}
-	}
-	return out
+		return false
+	})
 }
 
 // recentFiles keeps the files that may hold an edit within hotWindow of
@@ -170,9 +166,17 @@ func recentFiles(f table.Files) table.Files {
 			newest = b.Upper
 		}
 	}
+	return keepFiles(f, func(_ string, b table.TimeBounds) bool {
+		return !b.OK || b.Upper.After(newest.Add(-hotWindow))
+	})
+}
+
+// keepFiles returns the files of f (f carries bounds: DataFilesWithBounds)
+// for which keep is true, with their bounds.
+func keepFiles(f table.Files, keep func(path string, b table.TimeBounds) bool) table.Files {
 	out := table.Files{Schema: f.Schema, SnapshotID: f.SnapshotID, Paths: []string{}}
 	for i, p := range f.Paths {
-		if b := f.Bounds[i]; !b.OK || b.Upper.After(newest.Add(-hotWindow)) {
+		if b := f.Bounds[i]; keep(p, b) {
 			out.Paths = append(out.Paths, p)
 			out.Bounds = append(out.Bounds, b)
 		}
