@@ -160,6 +160,10 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 	if err != nil {
 		return Result{}, fmt.Errorf("commit batch %s/%d to %s: %w", b.Query, b.ID, ident, err)
 	}
+	// The rows committed are kept for TakeAppended (the downstream query
+	// in this process); released here unless the commit hands them over.
+	kept, schemaID := retainAll(recs), tbl.Schema().ID
+	defer func() { releaseAll(kept) }()
 	files, err := writeDataFiles(ctx, tbl, recs, rows)
 	if err != nil {
 		return Result{}, fmt.Errorf("commit batch %s/%d to %s: write data files: %w", b.Query, b.ID, ident, err)
@@ -191,6 +195,10 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 		}
 		snapID, err := commitFiles(ctx, tbl, b, files, summary)
 		if err == nil {
+			if snapID != 0 {
+				l.recent.put(ident, snapID, schemaID, kept, added)
+				kept = nil
+			}
 			l.notifyCommit(ident)
 			fault.Hit(hookAfterCommit)
 			return Result{Committed: true, SnapshotID: snapID, DataFiles: len(files), Rows: rows}, nil

@@ -92,6 +92,13 @@
 // ReadAppended read through iceberg-go by id in the current schema: files
 // written before a rename read under the new name.
 //
+// TakeAppended is ReadAppended for the one query in the process that
+// follows a table's appends (silver follows bronze, sessions silver): a
+// Lake keeps the rows of its own latest committed appends in memory
+// (Config.RecentAppendBytes, a minute at most) and hands them over instead
+// of reading back the Parquet it just wrote. Nothing of it survives a
+// restart, and nothing needs to: what is not kept is read from the files.
+//
 // # Schema evolution
 //
 // EnsureTables upgrades the tables of an existing lake in place: a column

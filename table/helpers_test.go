@@ -76,7 +76,12 @@ var baseTime = time.Date(2026, 11, 28, 23, 59, 0, 0, time.UTC)
 // bronzeRecord builds n bronze rows for partition p starting at offset off;
 // broker timestamps straddle midnight so two day partitions are written.
 func bronzeRecord(p int32, off int64, n int) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, table.BronzeSchema)
+	return bronzeRecordWith(memory.DefaultAllocator, p, off, n)
+}
+
+// bronzeRecordWith is bronzeRecord with its buffers from mem.
+func bronzeRecordWith(mem memory.Allocator, p int32, off int64, n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, table.BronzeSchema)
 	defer b.Release()
 	for i := range n {
 		o := off + int64(i)

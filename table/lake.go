@@ -106,6 +106,10 @@ type Config struct {
 	// directory owns: for a data directory moved to another path or
 	// machine. Without it such an Open fails with ErrWarehouseOwned.
 	TakeOverWarehouse bool
+	// RecentAppendBytes bounds the rows of its own latest appends a Lake
+	// keeps in memory for TakeAppended (DefaultRecentAppendBytes when 0;
+	// negative: none kept).
+	RecentAppendBytes int64
 	// ReadOnly opens an existing lake for reading only: nothing is created
 	// or written (no directories, no warehouse probe, the catalog opened
 	// read-only), and commits fail. For commands that only read.
@@ -129,6 +133,8 @@ type Lake struct {
 
 	appendsMu sync.Mutex
 	appends   map[string]appendHistory // ident -> main's appends of its current metadata file
+
+	recent *recentAppends // rows of this Lake's latest appends, for TakeAppended
 }
 
 // lockTable serialises the commits this Lake makes to ident (a stream's
@@ -186,6 +192,9 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	if cfg.LockTimeout <= 0 {
 		cfg.LockTimeout = DefaultLockTimeout
 	}
+	if cfg.RecentAppendBytes == 0 {
+		cfg.RecentAppendBytes = DefaultRecentAppendBytes
+	}
 	registerDurableFS()
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
@@ -234,7 +243,8 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	}
 	props := maps.Clone(DefaultTableProps)
 	maps.Copy(props, cfg.Props)
-	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat, rooted: rooted}, nil
+	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat, rooted: rooted,
+		recent: newRecentAppends(cfg.RecentAppendBytes)}, nil
 }
 
 // checkRoot compares the root the catalog's tables were created under with
@@ -275,7 +285,10 @@ func (l *Lake) MovedFrom() string {
 }
 
 // Close closes the catalog. Committed data is already durable.
-func (l *Lake) Close() error { return l.cat.Close() }
+func (l *Lake) Close() error {
+	l.recent.close()
+	return l.cat.Close()
+}
 
 // Warehouse returns the resolved warehouse root (a local path or s3:// URI).
 func (l *Lake) Warehouse() string { return l.warehouse }

@@ -137,6 +137,10 @@ func (l *Lake) ReadAppended(ctx context.Context, ident string, snapshotID int64)
 	if tbl.SnapshotByID(snapshotID) == nil {
 		return nil, fmt.Errorf("read snapshot %d of %s: %w", snapshotID, ident, ErrSnapshotNotFound)
 	}
+	return l.readAppended(ctx, ident, tbl, snapshotID)
+}
+
+func (l *Lake) readAppended(ctx context.Context, ident string, tbl *icetable.Table, snapshotID int64) ([]arrow.RecordBatch, error) {
 	tasks, err := tbl.NewIncrementalAppendScan().
 		FromSnapshotInclusive(snapshotID).ToSnapshot(snapshotID).PlanFiles(ctx)
 	if err != nil {

@@ -12,7 +12,9 @@
 // Progress rows go to ops.stream_progress through stream.TableProgress,
 // which takes the counters from the processors' stream.StatsReporter.
 //
-// Nothing here keeps state of its own: what survives a crash is what the
+// Nothing here keeps state of its own (the rows of an append this process
+// just committed may come from the Lake's memory, table.Lake.TakeAppended,
+// which holds nothing the table does not): what survives a crash is what the
 // table commits (one snapshot per batch, with the query's marker) and the
 // stream checkpoint. A Source offset names a snapshot, so the source can
 // serve a batch again only while that snapshot is retained: snapshot expiry

@@ -153,7 +153,10 @@ func (s *Source) Lag(ctx context.Context, end stream.Offset) (int64, error) {
 }
 
 // Read returns the rows of the snapshots in (start, end], in commit order,
-// and their data-file size.
+// and their data-file size. The Source is the table's one consumer in the
+// process: it takes the rows of an append this process's Lake just
+// committed from memory (table.Lake.TakeAppended) and reads the rest from
+// the files.
 func (s *Source) Read(ctx context.Context, start, end stream.Offset) ([]arrow.RecordBatch, int64, error) {
 	to, err := ParseSnapshotOffset(end)
 	if err != nil {
@@ -176,7 +179,7 @@ func (s *Source) Read(ctx context.Context, start, end stream.Offset) ([]arrow.Re
 		if found {
 			break
 		}
-		recs, err := s.Lake.ReadAppended(ctx, s.Table, sn.ID)
+		recs, err := s.Lake.TakeAppended(ctx, s.Table, sn.ID)
 		if errors.Is(err, table.ErrSnapshotNotFound) {
 			return fail(fmt.Errorf("read snapshot %d of %s: %w: %w", sn.ID, s.Table, stream.ErrSourceBehind, err))
 		}
