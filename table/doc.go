@@ -93,8 +93,9 @@
 // written before a rename read under the new name.
 //
 // TakeAppended is ReadAppended for the one query in the process that
-// follows a table's appends (silver follows bronze, sessions silver): a
-// Lake keeps the rows of its own latest committed appends in memory
+// follows a table's appends (silver follows bronze, sessions silver;
+// FollowAppends declares it): a Lake keeps the rows of its own latest
+// committed appends to a followed table in memory
 // (Config.RecentAppendBytes, a minute at most) and hands them over instead
 // of reading back the Parquet it just wrote. Nothing of it survives a
 // restart, and nothing needs to: what is not kept is read from the files.

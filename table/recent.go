@@ -29,6 +29,11 @@ const recentAppendTTL = time.Minute
 // its snapshot committed, and taken only while that snapshot is still on
 // the table under the schema the rows were written in).
 //
+// Only the appends of tables someone follows are kept (follow: a
+// consumer in this process declared it takes them), so that a table no
+// query follows (sessions, the ops tables, a test or a tool writing a
+// lake) costs no memory.
+//
 // Bounded in bytes (an append that does not fit is not kept, so that a
 // consumer behind keeps finding the oldest, which it needs next) and in
 // time (recentAppendTTL). Taking an entry drops the entries of the same
@@ -37,10 +42,11 @@ const recentAppendTTL = time.Minute
 type recentAppends struct {
 	budget int64
 
-	mu      sync.Mutex
-	used    int64
-	seq     uint64
-	entries map[recentKey]*recentEntry
+	mu       sync.Mutex
+	followed map[string]bool
+	used     int64
+	seq      uint64
+	entries  map[recentKey]*recentEntry
 }
 
 type recentKey struct {
@@ -57,7 +63,17 @@ type recentEntry struct {
 }
 
 func newRecentAppends(budget int64) *recentAppends {
-	return &recentAppends{budget: budget, entries: map[recentKey]*recentEntry{}}
+	return &recentAppends{budget: budget, followed: map[string]bool{}, entries: map[recentKey]*recentEntry{}}
+}
+
+// follow makes put keep ident's appends from now on.
+func (c *recentAppends) follow(ident string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.followed[ident] = true
+	c.mu.Unlock()
 }
 
 // put keeps recs (taking over the caller's reference to each) as the rows
@@ -76,7 +92,7 @@ func (c *recentAppends) put(ident string, snapshot int64, schemaID int, recs []a
 			c.dropLocked(k, e)
 		}
 	}
-	if c.used+bytes > c.budget {
+	if !c.followed[ident] || c.used+bytes > c.budget {
 		releaseAll(recs)
 		return
 	}
@@ -145,6 +161,12 @@ func retainAll(recs []arrow.RecordBatch) []arrow.RecordBatch {
 	return out
 }
 
+// FollowAppends declares that a consumer in this process takes ident's
+// appends with TakeAppended: from now on the Lake keeps the rows of the
+// appends to ident it commits, within Config.RecentAppendBytes and a
+// minute. Appends to a table nobody follows are not kept.
+func (l *Lake) FollowAppends(ident string) { l.recent.follow(ident) }
+
 // TakeAppended returns the rows added by append snapshot snapshotID of
 // ident, as ReadAppended does (the table's current schema, the caller
 // releases them), for the one consumer that reads ident's appends in
@@ -155,7 +177,9 @@ func retainAll(recs []arrow.RecordBatch) []arrow.RecordBatch {
 // committed; ReadAppended returns them file by file, so an append split
 // over several partitions may come in another order from the files.
 // Verification reads with ReadAppended: the files are the source of truth.
+// A take follows ident (FollowAppends) if it was not followed yet.
 func (l *Lake) TakeAppended(ctx context.Context, ident string, snapshotID int64) ([]arrow.RecordBatch, error) {
+	l.recent.follow(ident)
 	tbl, err := l.load(ctx, ident)
 	if err != nil {
 		return nil, err

@@ -19,8 +19,9 @@ import (
 // rows of an append this Lake just committed from memory, equal (schema,
 // field ids, values) to what a scan of the files returns; what it takes is
 // forgotten, together with the earlier appends of the table it passed; an
-// append over the byte bound is not kept; and every reference is released
-// (a checked allocator ends at zero bytes).
+// append over the byte bound is not kept, nor an append to a table nobody
+// follows; and every reference is released (a checked allocator ends at
+// zero bytes).
 func TestTakeAppendedHandsOverCommittedRows(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
@@ -32,6 +33,7 @@ func TestTakeAppendedHandsOverCommittedRows(t *testing.T) {
 	if err := l.EnsureTables(ctx); err != nil {
 		t.Fatal(err)
 	}
+	l.FollowAppends(table.Bronze)
 	// Broker times of the first and the last append straddle midnight: two
 	// files each, one per day; the others are one file each.
 	var snaps []int64
@@ -108,6 +110,7 @@ func TestTakeAppendedHandsOverCommittedRows(t *testing.T) {
 	if err := small.EnsureTables(ctx); err != nil {
 		t.Fatal(err)
 	}
+	small.FollowAppends(table.Bronze)
 	r := bronzeRecordWith(mem, 0, 0, 200)
 	res, err := small.CommitBatch(ctx, table.Bronze, batchOf("bronze", 0, r))
 	r.Release()
@@ -130,6 +133,22 @@ func TestTakeAppendedHandsOverCommittedRows(t *testing.T) {
 	if _, err := small.TakeAppended(ctx, table.Bronze, 12345); !errors.Is(err, table.ErrSnapshotNotFound) {
 		t.Fatalf("take an unknown snapshot: %v, want ErrSnapshotNotFound", err)
 	}
+
+	// A table nobody follows: its appends are not kept at all.
+	unfollowed, err := table.Open(ctx, table.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unfollowed.Close()
+	if err := unfollowed.EnsureTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r = bronzeRecordWith(mem, 0, 0, 200)
+	if _, err := unfollowed.CommitBatch(ctx, table.Bronze, batchOf("bronze", 0, r)); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	mem.AssertSize(t, 0) // nothing of the append is held after the commit
 }
 
 // appendRows renders recs' rows (released here), sorted: within one append

@@ -53,8 +53,11 @@ type Source struct {
 	PollInterval time.Duration
 }
 
-// NewSource returns a Source of ident with defaults filled.
+// NewSource returns a Source of ident with defaults filled; it follows
+// ident's appends (table.Lake.FollowAppends), so that the appends this
+// process commits to ident are kept for Read.
 func NewSource(lake *table.Lake, ident string) *Source {
+	lake.FollowAppends(ident)
 	return &Source{Lake: lake, Table: ident, PollInterval: DefaultPollInterval}
 }
 
