@@ -171,10 +171,10 @@ var reconciliations = []reconciliation{
 	// Every (day, wiki) of silver has a top editor, and rank 1's edits are
 	// the most any editor made that day on that wiki.
 	{"top_editors_groups", `SELECT count(*) FROM gold.top_editors_daily WHERE rank = 1`,
-		`SELECT count(*) FROM (SELECT DISTINCT CAST(event_time AS DATE), wiki FROM silver.edits)`},
+		`SELECT count(*) FROM (SELECT DISTINCT utc_day(event_time), wiki FROM silver.edits)`},
 	{"top_editors_rank1_edits", `SELECT coalesce(sum(edits), 0) FROM gold.top_editors_daily WHERE rank = 1`,
 		`SELECT coalesce(sum(m), 0) FROM (SELECT max(n) AS m FROM (
-			SELECT CAST(date_trunc('day', event_time) AS DATE) AS day, wiki, "user", count(*) AS n
+			SELECT utc_day(event_time) AS day, wiki, "user", count(*) AS n
 			FROM silver.edits GROUP BY ALL) GROUP BY day, wiki)`},
 	// Each hot page's edits equal silver's count for that page in its window.
 	{"hot_pages_edits", `SELECT coalesce(sum(edits), 0) FROM gold.hot_pages`,

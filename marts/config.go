@@ -121,6 +121,9 @@ type Config struct {
 
 	// TopN is the number of rows per group in top_editors_daily and hot_pages.
 	TopN int
+	// hotMaxCandidates bounds the pages hot_pages prunes its input to
+	// (defaultHotMaxCandidates when 0; negative: never prune, for tests).
+	hotMaxCandidates int
 	// MaxSilverLag is the freshness check's limit.
 	MaxSilverLag time.Duration
 	// Topic is the broker topic the offsets check compares bronze with.
@@ -214,6 +217,9 @@ func newMarts(lake lakeAPI, log broker.Log, cfg Config) *Marts {
 	}
 	if cfg.TopN <= 0 {
 		cfg.TopN = DefaultTopN
+	}
+	if cfg.hotMaxCandidates == 0 {
+		cfg.hotMaxCandidates = defaultHotMaxCandidates
 	}
 	if cfg.MaxSilverLag <= 0 {
 		cfg.MaxSilverLag = DefaultMaxSilverLag

@@ -1,6 +1,7 @@
 package marts
 
 import (
+	"context"
 	"embed"
 	"fmt"
 	"strconv"
@@ -41,6 +42,8 @@ type mart struct {
 	// getvariable('hours_to'), so a refresh builds it a few hours at a time
 	// (chunks.go).
 	byHours bool
+	// prepare runs before the mart's SQL (nil: nothing to prepare).
+	prepare func(ctx context.Context, d *duck) error
 }
 
 var (
@@ -78,18 +81,18 @@ var marts = []mart{
 	{WikiActivityHourly, "sql/wiki_activity_hourly.sql", schemaOf(
 		col{"wiki", str}, col{"hour", tsUTC}, col{"edits", i64}, col{"new_pages", i64},
 		col{"bot_edits", i64}, col{"human_edits", i64}, col{"editors", i64},
-		col{"bytes_added", i64}, col{"bytes_removed", i64}), "hour", "hour, wiki", false, true},
+		col{"bytes_added", i64}, col{"bytes_removed", i64}), "hour", "hour, wiki", false, true, nil},
 	{TopEditorsDaily, "sql/top_editors_daily.sql", schemaOf(
 		col{"day", date}, col{"wiki", str}, col{"rank", i32}, col{"user", str}, col{"bot", boolean},
-		col{"edits", i64}, col{"bytes_changed", i64}), "day", "day, wiki, rank", false, false},
+		col{"edits", i64}, col{"bytes_changed", i64}), "day", "day, wiki, rank", false, false, nil},
 	{EditorSessionsDaily, "sql/editor_sessions_daily.sql", schemaOf(
 		col{"day", date}, col{"sessions", i64}, col{"editors", i64}, col{"edits", i64},
 		col{"median_session_s", f64}, col{"p95_session_s", f64}, col{"edits_per_session", f64},
-		col{"bot_sessions", i64}, col{"human_sessions", i64}, col{"bot_edits", i64}, col{"human_edits", i64}), "day", "day", true, false},
+		col{"bot_sessions", i64}, col{"human_sessions", i64}, col{"bot_edits", i64}, col{"human_edits", i64}), "day", "day", true, false, nil},
 	{HotPages, "sql/hot_pages.sql", schemaOf(
 		col{"time_window", str}, col{"rank", i32}, col{"wiki", str}, col{"title", str},
 		col{"edits", i64}, col{"editors", i64}, col{"last_edit", tsUTC},
-		col{"window_start", tsUTC}, col{"as_of", tsUTC}), "", "", false, false},
+		col{"window_start", tsUTC}, col{"as_of", tsUTC}), "", "", false, false, prepareHotPages},
 }
 
 // GoldSchema returns the Arrow schema a gold mart is written with.

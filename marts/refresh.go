@@ -116,7 +116,7 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 		return rep, err
 	}
 	defer d.Close()
-	if _, err := d.db.ExecContext(ctx, fmt.Sprintf("SET VARIABLE top_n = %d", m.cfg.TopN)); err != nil {
+	if _, err := d.db.ExecContext(ctx, fmt.Sprintf("SET VARIABLE top_n = %d; SET VARIABLE hot_max_candidates = %d", m.cfg.TopN, m.cfg.hotMaxCandidates)); err != nil {
 		return rep, fmt.Errorf("set top_n: %w", err)
 	}
 	// The gold tables as the previous Refresh left them: the days it does
@@ -237,6 +237,11 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope
 	q, err := mt.sql()
 	if err != nil {
 		return 0, err
+	}
+	if mt.prepare != nil {
+		if err := mt.prepare(ctx, d); err != nil {
+			return 0, fmt.Errorf("build %s: %w", mt.ident, err)
+		}
 	}
 	tmp := fmt.Sprintf("main.build_%d", i)
 	read := "SELECT * FROM " + tmp

@@ -3,7 +3,7 @@
 -- seconds; the median and p95 are interpolated (quantile_cont).
 WITH s AS (
     SELECT *,
-        CAST(date_trunc('day', session_start) AS DATE) AS day,
+        utc_day(session_start)                         AS day,
         epoch(session_end - session_start)             AS length_s
     FROM silver.editor_sessions
 )

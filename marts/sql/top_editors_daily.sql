@@ -1,9 +1,10 @@
 -- gold.top_editors_daily: per UTC day and wiki, the top editors by edits
 -- (ties broken by bytes changed, then name), at most getvariable('top_n').
--- bytes_changed is the sum of absolute byte deltas.
+-- bytes_changed is the sum of absolute byte deltas. utc_day is the UTC
+-- date without a per-row time zone conversion (duck.go).
 WITH per_editor AS (
     SELECT
-        CAST(date_trunc('day', event_time) AS DATE) AS day,
+        utc_day(event_time)                          AS day,
         wiki,
         "user",
         bool_or(bot)                                 AS bot,
