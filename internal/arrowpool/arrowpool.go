@@ -14,6 +14,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
+// zeroed is a recycled buffer b handed out for size bytes: cleared over
+// its whole capacity, not only its first size bytes, because Reallocate
+// grows within the capacity without copying, and Arrow expects what it
+// grows into to be zero as Go's allocator leaves it (a buffer Go's
+// allocator hands out has no capacity beyond its size).
+func zeroed(b []byte, size int) []byte {
+	clear(b[:cap(b)])
+	return b[:size]
+}
+
 // grow is Reallocate for an allocator that recycles what it frees.
 func grow(a memory.Allocator, size int, b []byte) []byte {
 	if size <= cap(b) {
@@ -60,9 +70,7 @@ func (a *Bounded) Allocate(size int) []byte {
 	if b == nil {
 		return make([]byte, size, class) // large Go allocations are page aligned
 	}
-	b = b[:size]
-	clear(b)
-	return b
+	return zeroed(b, size)
 }
 
 func (a *Bounded) Reallocate(size int, b []byte) []byte { return grow(a, size, b) }
@@ -101,9 +109,7 @@ func (a *Classes) Allocate(size int) []byte {
 		return make([]byte, size)
 	}
 	if p, ok := a.pools[c-minClass].Get().(*[]byte); ok {
-		b := (*p)[:size]
-		clear(b)
-		return b
+		return zeroed(*p, size)
 	}
 	return make([]byte, size, 1<<c) // size-class aligned
 }

@@ -66,3 +66,41 @@ func TestClassesRecycles(t *testing.T) {
 		t.Fatalf("grown buffer: cap %d, byte %d, len %d", cap(d), d[1], len(d))
 	}
 }
+
+// TestRecycledGrowsIntoZeroes: a recycled buffer handed out for fewer bytes
+// than its class and then grown within its capacity (Reallocate does not
+// copy then) shows zeroes beyond what the new owner wrote, never what the
+// old owner left there, as a buffer of Go's allocator would.
+func TestRecycledGrowsIntoZeroes(t *testing.T) {
+	for name, a := range map[string]interface {
+		Allocate(int) []byte
+		Reallocate(int, []byte) []byte
+		Free([]byte)
+	}{"Bounded": NewBounded(1<<10, 2, 1<<20), "Classes": &Classes{}} {
+		old := a.Allocate(4 << 10)
+		for i := range old[:cap(old)] {
+			old[:cap(old)][i] = 0xA5
+		}
+		a.Free(old)
+		var b []byte
+		for range 100 { // a sync.Pool may drop what it was given; try again
+			if b = a.Allocate(3 << 10); same(b, old) {
+				break
+			}
+			a.Free(b)
+			a.Free(old)
+		}
+		if !same(b, old) {
+			t.Fatalf("%s: inconclusive: the freed buffer was not handed out again", name)
+		}
+		b = a.Reallocate(4<<10, b)
+		if !same(b, old) {
+			t.Fatalf("%s: inconclusive: Reallocate within the capacity copied", name)
+		}
+		for i, v := range b {
+			if v != 0 {
+				t.Fatalf("%s: byte %d of the grown buffer is %#x, want 0", name, i, v)
+			}
+		}
+	}
+}
