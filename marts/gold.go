@@ -97,18 +97,29 @@ var marts = []mart{
 
 // GoldSchema returns the Arrow schema a gold mart is written with.
 func GoldSchema(ident string) (*arrow.Schema, error) {
-	for _, m := range marts {
-		if m.ident == ident {
-			return m.schema, nil
-		}
+	if m, ok := martOf(ident); ok {
+		return m.schema, nil
 	}
 	return nil, fmt.Errorf("gold schema of %q: %w", ident, ErrNoTable)
 }
 
-func (m mart) sql() (string, error) {
-	b, err := sqlFiles.ReadFile(m.file)
+// martOf returns the gold mart named ident.
+func martOf(ident string) (mart, bool) {
+	for _, m := range marts {
+		if m.ident == ident {
+			return m, true
+		}
+	}
+	return mart{}, false
+}
+
+func (m mart) sql() (string, error) { return readSQL(m.file) }
+
+// readSQL returns the embedded SQL file named file (a path under sql/).
+func readSQL(file string) (string, error) {
+	b, err := sqlFiles.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", m.file, err)
+		return "", fmt.Errorf("read %s: %w", file, err)
 	}
 	return string(b), nil
 }

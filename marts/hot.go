@@ -18,11 +18,11 @@ const defaultHotMaxCandidates = 20_000
 // silver.edits_recent when there are more candidates than
 // hot_max_candidates (or pruning is off, a negative bound).
 func prepareHotPages(ctx context.Context, d *duck) error {
-	cut, err := sqlFiles.ReadFile("sql/hot_pages_cut.sql")
+	cut, err := readSQL("sql/hot_pages_cut.sql")
 	if err != nil {
-		return fmt.Errorf("read hot_pages_cut.sql: %w", err)
+		return err
 	}
-	if _, err := d.db.ExecContext(ctx, string(cut)); err != nil {
+	if _, err := d.db.ExecContext(ctx, cut); err != nil {
 		return fmt.Errorf("hot_pages_cut.sql: %w", err)
 	}
 	var n, bound int64

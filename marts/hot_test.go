@@ -40,13 +40,7 @@ func TestHotPagesPruningKeepsTheTop(t *testing.T) {
 	if err := d.db.QueryRowContext(ctx, `SELECT count(DISTINCT (wiki, title)) FROM silver.edits_recent`).Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
-	hot := HotPages
-	var mt mart
-	for _, m := range marts {
-		if m.ident == hot {
-			mt = m
-		}
-	}
+	mt, _ := martOf(HotPages)
 	q, err := mt.sql()
 	if err != nil {
 		t.Fatal(err)

@@ -117,7 +117,7 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 	}
 	defer d.Close()
 	if _, err := d.db.ExecContext(ctx, fmt.Sprintf("SET VARIABLE top_n = %d; SET VARIABLE hot_max_candidates = %d", m.cfg.TopN, m.cfg.hotMaxCandidates)); err != nil {
-		return rep, fmt.Errorf("set top_n: %w", err)
+		return rep, fmt.Errorf("set top_n and hot_max_candidates: %w", err)
 	}
 	// The gold tables as the previous Refresh left them: the days it does
 	// not rebuild are kept from here.
