@@ -53,7 +53,10 @@ func (e Event) Canary() bool { return e.Domain == "canary" }
 // unambiguous, its integers fit its columns, the text is UTF-8, the event's
 // times are bounded by its intake time). It is safe for concurrent use.
 type Contract struct {
-	schema   *jsonschema.Schema
+	schema *jsonschema.Schema
+	// accept passes the events that certainly satisfy schema without the
+	// library (contract_accept.go); nil: the library checks every event.
+	accept   *acceptor
 	maxAhead time.Duration // of the time rules (recentchange.CheckTimes)
 }
 
@@ -79,9 +82,30 @@ func (c *Contract) MaxAhead() time.Duration { return c.maxAhead }
 
 // compileContract compiles the embedded schemas; with fast, integer types
 // and their bounds are checked by the number keyword (contract_number.go)
-// instead of the library's big.Rat path. The verdicts are the same (tests
-// compile both ways and compare).
+// instead of the library's big.Rat path, and the acceptor
+// (contract_accept.go) passes the events it can without the library. The
+// verdicts and reasons are the same (tests compile both ways and compare).
 func compileContract(fast bool) (*Contract, error) {
+	sch, err := compileSchema(fast)
+	if err != nil {
+		return nil, err
+	}
+	out := &Contract{schema: sch, maxAhead: recentchange.DefaultMaxAhead}
+	if fast {
+		plain, err := compileSchema(false)
+		if err != nil {
+			return nil, err
+		}
+		if out.accept, err = compileAcceptor(plain); err != nil {
+			return nil, fmt.Errorf("compile contract: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// compileSchema compiles the embedded schemas, with the number keyword when
+// fast is set.
+func compileSchema(fast bool) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
 	if fast {
@@ -114,7 +138,7 @@ func compileContract(fast bool) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile contract: %w", err)
 	}
-	return &Contract{schema: sch, maxAhead: recentchange.DefaultMaxAhead}, nil
+	return sch, nil
 }
 
 // Check validates raw against the contract, except the rules that compare
@@ -141,7 +165,10 @@ func (c *Contract) CheckAt(raw []byte, received time.Time) (Event, error) {
 		return Event{}, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
 	reasons := textRules(doc, &fl)
-	if err := c.schema.Validate(doc); err != nil {
+	if len(reasons) > 0 || c.accept == nil || !c.accept.valid(doc) {
+		err = c.schema.Validate(doc)
+	}
+	if err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			reasons = append(reasons, flatten(ve))
