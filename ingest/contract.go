@@ -92,11 +92,7 @@ func compileContract(fast bool) (*Contract, error) {
 	}
 	out := &Contract{schema: sch, maxAhead: recentchange.DefaultMaxAhead}
 	if fast {
-		plain, err := compileSchema(false)
-		if err != nil {
-			return nil, err
-		}
-		if out.accept, err = compileAcceptor(plain); err != nil {
+		if out.accept, err = compileAcceptor(sch); err != nil {
 			return nil, fmt.Errorf("compile contract: %w", err)
 		}
 	}

@@ -26,9 +26,11 @@ import (
 // strings, format (the library's own checker), $ref (draft 7: the other
 // keywords beside it are ignored, as the library does), required,
 // properties, additionalProperties, minLength, maxLength, integer minimum
-// and maximum, allOf and if/then/else. A subschema with any other keyword
-// is "unsure" whenever it is reached, and so are the numbers the integer
-// rules cannot settle by a plain literal (1.0, 1e3, literals beyond int64).
+// and maximum, allOf and if/then/else, and the contract's number keyword
+// (contract_number.go: the same exact rule the library path runs). A
+// subschema with any other keyword is "unsure" whenever it is reached, and
+// so are the numbers a plain "type"/minimum/maximum cannot settle by a plain
+// literal (1.0, 1e3, literals beyond int64).
 
 // verdict is what the acceptor concluded about a value. Its order is how
 // verdicts of sibling keywords combine: the worst one wins, and a certain
@@ -54,10 +56,11 @@ type acceptor struct {
 	propList []namedAcceptor // props, for objects checked member by name
 	// additional applies to members not in props; nil: any.
 	additional   *acceptor
-	noAdditional bool  // additionalProperties: false
-	minLen       int   // -1: none
-	maxLen       int   // -1: none
-	min, max     bound // rat nil: none
+	noAdditional bool           // additionalProperties: false
+	minLen       int            // -1: none
+	maxLen       int            // -1: none
+	min, max     bound          // rat nil: none
+	numbers      []*numberCheck // the number keyword (contract_number.go), exact as it is
 	allOf        []*acceptor
 	ifA          *acceptor
 	thenA, elseA *acceptor
@@ -72,8 +75,8 @@ type namedAcceptor struct {
 // one value, or a very deep document, is left to the library).
 const maxAcceptDepth = 64
 
-// compileAcceptor turns a schema compiled by the library (without the
-// number keyword: plain draft-7 keywords) into an acceptor.
+// compileAcceptor turns a schema compiled by the library (draft-7 keywords
+// and the contract's number keyword) into an acceptor.
 func compileAcceptor(s *jsonschema.Schema) (*acceptor, error) {
 	c := acceptCompiler{seen: map[*jsonschema.Schema]*acceptor{}}
 	return c.compile(s)
@@ -169,6 +172,9 @@ func (c *acceptCompiler) compile(s *jsonschema.Schema) (*acceptor, error) {
 		a.allOf = append(a.allOf, sub(as))
 	}
 	a.ifA, a.thenA, a.elseA = sub(s.If), sub(s.Then), sub(s.Else)
+	for _, e := range s.Extensions {
+		a.numbers = append(a.numbers, e.(*numberCheck)) // onlyNumberKeywords
+	}
 	return a, err
 }
 
@@ -185,7 +191,18 @@ func unsupportedKeywords(s *jsonschema.Schema) bool {
 		len(s.PrefixItems) > 0 || s.Items2020 != nil || s.UnevaluatedItems != nil ||
 		s.Pattern != nil || s.ContentEncoding != nil || s.ContentMediaType != nil || s.ContentSchema != nil ||
 		s.ExclusiveMaximum != nil || s.ExclusiveMinimum != nil || s.MultipleOf != nil ||
-		len(s.Extensions) > 0
+		!onlyNumberKeywords(s.Extensions)
+}
+
+// onlyNumberKeywords reports whether every extension keyword is the
+// contract's number keyword, which the acceptor applies itself.
+func onlyNumberKeywords(exts []jsonschema.SchemaExt) bool {
+	for _, e := range exts {
+		if _, ok := e.(*numberCheck); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // valid reports whether v, as decodeInto produces it (map[string]any,
@@ -241,6 +258,11 @@ func (a *acceptor) check(v any, depth int) verdict {
 	for _, s := range a.allOf {
 		if out = max(out, s.check(v, depth+1)); out == vInvalid {
 			return out
+		}
+	}
+	for _, n := range a.numbers {
+		if n.check(v) != 0 {
+			return vInvalid
 		}
 	}
 	if a.ifA != nil {

@@ -252,26 +252,50 @@ type numberCheck struct {
 }
 
 func (n *numberCheck) Validate(ctx *jsonschema.ValidatorContext, v any) {
+	wrong := n.check(v)
+	if wrong&numberType != 0 {
+		ctx.AddError(&kind.Type{Got: jsonTypeName(v), Want: n.want})
+		return
+	}
+	if wrong&numberBelow != 0 {
+		ctx.AddError(&kind.Minimum{Got: ratOf(v), Want: n.min.rat})
+	}
+	if wrong&numberAbove != 0 {
+		ctx.AddError(&kind.Maximum{Got: ratOf(v), Want: n.max.rat})
+	}
+}
+
+// What numberCheck.check finds wrong with a value (0: nothing).
+const (
+	numberType  = 1 << iota // not of the keyword's types
+	numberBelow             // below minimum
+	numberAbove             // above maximum
+)
+
+// check applies the keyword to v, as Validate reports it and the acceptor
+// (contract_accept.go) decides with it.
+func (n *numberCheck) check(v any) int {
 	got := jsonTypeName(v)
 	if got != "number" {
 		if n.types&typeBit(got) == 0 {
-			ctx.AddError(&kind.Type{Got: got, Want: n.want})
+			return numberType
 		}
-		return
+		return 0
 	}
 	// The library: matched = number in types || (integer in types && isInteger(v)).
 	lit, plain := integerLiteral(v)
 	if n.types&tNumber == 0 && (n.types&tInteger == 0 || !plain && !isIntegerExact(v)) {
-		ctx.AddError(&kind.Type{Got: got, Want: n.want})
-		return
+		return numberType
 	}
 	// minimum, then maximum, as the library's numValidate.
+	out := 0
 	if n.min.rat != nil && n.below(v, lit, plain, &n.min) {
-		ctx.AddError(&kind.Minimum{Got: ratOf(v), Want: n.min.rat})
+		out |= numberBelow
 	}
 	if n.max.rat != nil && n.above(v, lit, plain, &n.max) {
-		ctx.AddError(&kind.Maximum{Got: ratOf(v), Want: n.max.rat})
+		out |= numberAbove
 	}
+	return out
 }
 
 // below reports v < b.
