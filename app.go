@@ -84,7 +84,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.since, "since", "", "on a first start only: replay history from this RFC 3339 time")
 	fs.StringVar(&f.userAgent, "user-agent", ingest.DefaultUserAgent, "User-Agent sent to the stream (Wikimedia asks for a descriptive one)")
 	fs.IntVar(&f.partitions, "partitions", ingest.DefaultPartitions, "partitions of the recentchange topic (fixed when the topic is created)")
-	fs.DurationVar(&f.trigger, "trigger", stream.DefaultTrigger, "processing-time trigger of the bronze query")
+	fs.DurationVar(&f.trigger, "trigger", stream.DefaultTrigger, "processing-time trigger of the bronze query; also the longest an event waits in ingest's batch before its append to the broker")
 	fs.DurationVar(&f.downTrigger, "downstream-trigger", 0, "processing-time trigger of silver and sessions (0: run as soon as the upstream table commits; they can never run more often than it does)")
 	fs.DurationVar(&f.sessTrigger, "sessions-trigger", 10*time.Second, "processing-time trigger of sessions (0: as --downstream-trigger). A session is emitted only a gap plus the watermark after its last edit, so running on every silver commit would cost a commit a second for nothing")
 	fs.Int64Var(&f.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "cap on broker offsets one bronze batch covers (rows, for silver and sessions)")
@@ -192,6 +192,20 @@ func (f *pipelineFlags) streamConfig(name string, log *slog.Logger) (stream.Conf
 		return cfg, fmt.Errorf("--checkpoint-loss %q: want rebuild or fresh", f.checkpointLoss)
 	}
 	return cfg, nil
+}
+
+// ingestConfig adapts ingest to the bronze trigger: an event may wait in
+// ingest's batch for up to one trigger (ingest.Config.BatchDelay). Bronze
+// starts a batch at most once per trigger, so an event appended sooner
+// waits out the rest of the trigger in the broker instead; with the same
+// bound, ingest's batches come a little over a trigger apart, bronze's
+// trigger has always elapsed when one lands, and bronze starts on it at
+// once (its source's Wait), silver on bronze's commit. The event waits as
+// long as before in all, and the broker takes one fsynced append per
+// trigger instead of one per ingest.DefaultBatchDelay.
+func (f *pipelineFlags) ingestConfig(log *slog.Logger) ingest.Config {
+	return ingest.Config{URL: f.source, UserAgent: f.userAgent, Partitions: f.partitions,
+		MaxEventAhead: f.maxEventAhead, BatchDelay: f.trigger, Logger: log}
 }
 
 // tableConfig builds the lake configuration; S3 settings come from the
@@ -316,8 +330,7 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	if !p.flags.noIngest {
-		icfg := ingest.Config{URL: p.flags.source, UserAgent: p.flags.userAgent, Partitions: p.flags.partitions,
-			MaxEventAhead: p.flags.maxEventAhead, Logger: p.log}
+		icfg := p.flags.ingestConfig(p.log)
 		if p.flags.since != "" {
 			t, err := time.Parse(time.RFC3339, p.flags.since)
 			if err != nil {

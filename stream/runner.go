@@ -156,6 +156,7 @@ func (q *Query) run(ctx context.Context) error {
 		return err
 	}
 	var lastStart time.Time // the first batch starts at once
+	woke := false           // the source's Wait returned since the last plan
 	for {
 		if err := q.flushProgress(ctx, false); err != nil {
 			q.cfg.Logger.Warn("stream progress flush failed", "query", q.cfg.Name, "err", err)
@@ -168,12 +169,20 @@ func (q *Query) run(ctx context.Context) error {
 				}
 			}
 		}
-		lastStart = time.Now()
+		started := time.Now()
 		e, ok, err := q.plan(ctx, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
+			// Only a batch that runs starts a trigger interval, so input
+			// that lands while the query waits for it starts a batch at
+			// once when the last batch began a trigger or more ago. A
+			// source whose Wait returned without input is paced by the
+			// trigger instead, so it cannot make the query spin.
+			if woke {
+				lastStart = started
+			}
 			q.resumed()
 			wctx, cancel := context.WithTimeout(ctx, q.cfg.ProgressInterval)
 			err := q.src.Wait(wctx, next.End)
@@ -184,8 +193,11 @@ func (q *Query) run(ctx context.Context) error {
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return fmt.Errorf("wait for input: %w", err)
 			}
+			woke = err == nil
 			continue
 		}
+		woke = false
+		lastStart = started
 		if err := q.runBatch(ctx, e, false); err != nil {
 			return err
 		}
