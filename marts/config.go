@@ -23,10 +23,14 @@ const (
 	DefaultMaintainEvery = 10 * time.Second
 	// DefaultCompactEvery is how often the maintenance loop looks for data
 	// files to compact. Each look that finds a tier due rewrites it, so the
-	// interval sets how many small files gather first (one per commit): a
-	// minute's worth at the default trigger merges in one rewrite instead of
-	// one every FanIn commits.
-	DefaultCompactEvery = time.Minute
+	// interval sets how many small files gather first (one per commit): two
+	// minutes' worth at the default trigger merge in one rewrite instead of
+	// one every FanIn commits. Against one minute, 12 minutes side by side
+	// from one seed at 35 ev/s: 4.11 against 4.36 % of a core (each look
+	// plans, writes and commits every table that has a tier due, and
+	// appends a row to ops.runs), with up to about 120 instead of 60 small
+	// files live in bronze and silver between looks.
+	DefaultCompactEvery = 2 * time.Minute
 	// DefaultRetryEvery is how soon Run retries a refresh whose last run
 	// failed (never later than its own interval).
 	DefaultRetryEvery = 30 * time.Second
