@@ -121,7 +121,13 @@ func withToken(token string, next http.Handler) http.Handler {
 		public := r.Method == http.MethodGet && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/static/"))
 		if !public && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lakehouse"`)
-			http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+			const msg = "unauthorized: send Authorization: Bearer <token>"
+			if strings.HasPrefix(r.URL.Path, icebergPath+"/") { // the Iceberg REST spec's error object
+				writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
+					"message": msg, "type": "NotAuthorizedException", "code": http.StatusUnauthorized}})
+				return
+			}
+			http.Error(w, msg, http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -168,6 +174,10 @@ func (p *pipeline) handler() http.Handler {
 			fmt.Fprintln(w, "- "+r)
 		}
 	})
+	rest := p.icebergREST()
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete} {
+		mux.Handle(m+" "+icebergPath+"/", rest) // methods named: "GET /" would conflict with a bare pattern
+	}
 	// Go's profiles (heap in use, CPU, goroutines) of the running appliance.
 	mux.HandleFunc("GET /debug/pprof/", httppprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)

@@ -293,6 +293,25 @@ func (l *Lake) Close() error {
 // Warehouse returns the resolved warehouse root (a local path or s3:// URI).
 func (l *Lake) Warehouse() string { return l.warehouse }
 
+// Catalog returns the catalog the lake's tables are in, for serving it to
+// other engines (table/restcatalog). Commits through it bypass the lake's
+// per-table order and commit notices: serve the lake's own tables read-only.
+func (l *Lake) Catalog() *catalog.Catalog { return l.cat }
+
+// ReaderConfig is the file IO configuration another engine needs to read
+// the lake's files: the endpoint and region of an S3 warehouse, never its
+// credentials; empty for local disk.
+func (l *Lake) ReaderConfig() map[string]string {
+	out := map[string]string{}
+	props := l.cat.Props()
+	for _, k := range []string{iceio.S3EndpointURL, iceio.S3Region} {
+		if v := props.Get(k, ""); v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // Tables returns every table of the lake as "namespace.name", sorted.
 func (l *Lake) Tables(ctx context.Context) ([]string, error) {
 	nss, err := l.cat.ListNamespaces(ctx, nil)

@@ -178,30 +178,9 @@ const reparseEvery = 16
 func (c *Catalog) CreateTable(ctx context.Context, ident icetable.Identifier, sc *iceberg.Schema,
 	opts ...icecat.CreateTableOpt,
 ) (*icetable.Table, error) {
-	if err := icecat.ValidateTableIdentifier(ident); err != nil {
-		return nil, err
-	}
-	cfg := icecat.NewCreateTableCfg()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	ns := icecat.NamespaceFromIdent(ident)
-	nsProps, err := c.LoadNamespaceProperties(ctx, ns)
+	meta, err := c.StageTable(ctx, ident, sc, opts...)
 	if err != nil {
 		return nil, err
-	}
-	if exists, err := c.CheckTableExists(ctx, ident); err != nil {
-		return nil, err
-	} else if exists {
-		return nil, fmt.Errorf("%w: %s", icecat.ErrTableAlreadyExists, identString(ident))
-	}
-	loc, err := c.tableLocation(cfg.Location, ident, nsProps)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := icetable.NewMetadata(sc, cfg.PartitionSpec, cfg.SortOrder, loc, cfg.Properties)
-	if err != nil {
-		return nil, fmt.Errorf("create table metadata: %w", err)
 	}
 	metaLoc, err := newMetadataLocation(meta, 0)
 	if err != nil {
@@ -214,6 +193,7 @@ func (c *Catalog) CreateTable(ctx context.Context, ident icetable.Identifier, sc
 		c.removeQuietly(ctx, metaLoc)
 		return nil, fmt.Errorf("create table %s: %w", identString(ident), err)
 	}
+	ns := icecat.NamespaceFromIdent(ident)
 	err = c.update(ctx, func(tx *bolt.Tx) error {
 		if _, ok, err := getNamespace(tx, ns); err != nil {
 			return err
@@ -232,6 +212,41 @@ func (c *Catalog) CreateTable(ctx context.Context, ident icetable.Identifier, sc
 		return nil, err
 	}
 	return c.LoadTable(ctx, ident)
+}
+
+// StageTable returns the metadata CreateTable would write for ident, and
+// writes nothing: the first half of a staged create (the Iceberg REST
+// "stage-create"), which a commit asserting that the table does not exist
+// then creates. It fails as CreateTable does when the namespace is missing
+// or the table exists.
+func (c *Catalog) StageTable(ctx context.Context, ident icetable.Identifier, sc *iceberg.Schema,
+	opts ...icecat.CreateTableOpt,
+) (icetable.Metadata, error) {
+	if err := icecat.ValidateTableIdentifier(ident); err != nil {
+		return nil, err
+	}
+	cfg := icecat.NewCreateTableCfg()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	nsProps, err := c.LoadNamespaceProperties(ctx, icecat.NamespaceFromIdent(ident))
+	if err != nil {
+		return nil, err
+	}
+	if exists, err := c.CheckTableExists(ctx, ident); err != nil {
+		return nil, err
+	} else if exists {
+		return nil, fmt.Errorf("%w: %s", icecat.ErrTableAlreadyExists, identString(ident))
+	}
+	loc, err := c.tableLocation(cfg.Location, ident, nsProps)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := icetable.NewMetadata(sc, cfg.PartitionSpec, cfg.SortOrder, loc, cfg.Properties)
+	if err != nil {
+		return nil, fmt.Errorf("create table metadata: %w: %w", ErrInvalidCommit, err)
+	}
+	return meta, nil
 }
 
 func (c *Catalog) tableLocation(explicit string, ident icetable.Identifier, nsProps iceberg.Properties) (string, error) {
@@ -288,7 +303,7 @@ func (c *Catalog) CommitTable(ctx context.Context, ident icetable.Identifier,
 	}
 	updated, err := icetable.UpdateTableMetadata(base, updates, curLoc)
 	if err != nil {
-		return nil, "", fmt.Errorf("commit table %s: apply updates: %w", identString(ident), err)
+		return nil, "", fmt.Errorf("commit table %s: apply updates: %w: %w", identString(ident), ErrInvalidCommit, err)
 	}
 	if current != nil && len(updates) == 0 {
 		return curMeta, curLoc, nil
