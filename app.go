@@ -358,6 +358,16 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 	}
 	p.addQuery(stream.BronzeQuery, bronze)
 	start("bronze", bronze.Run)
+	dcfg, err := p.streamConfig(stream.DLQQuery)
+	if err != nil {
+		return stopAll(err)
+	}
+	dlq, err := stream.NewDLQ(p.db, p.lake, dcfg)
+	if err != nil {
+		return stopAll(err)
+	}
+	p.addQuery(stream.DLQQuery, dlq)
+	start("dlq", dlq.Run)
 	if p.flags.retention > 0 || p.flags.dlqRetention > 0 {
 		start("retention", p.runRetention)
 	}

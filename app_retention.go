@@ -32,11 +32,20 @@ func retainConsumed(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge
 	return db.Retain(ctx, ingest.DefaultTopic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
 }
 
-// retainDLQ trims dead-letter records older than maxAge. Nothing reads the
-// DLQ as a stream, so there is no floor: it is kept for operators, for
-// --dlq-retention.
-func retainDLQ(ctx context.Context, db *broker.DB, maxAge time.Duration, now time.Time) (int64, error) {
-	n, err := db.Retain(ctx, ingest.DefaultDLQTopic, broker.Retention{MaxAge: maxAge, Now: now})
+// retainDLQ trims dead-letter records older than maxAge, but never an
+// offset the dead-letter query has not committed to bronze.recentchange_dlq
+// (stream.TableFloor): the table keeps every dead letter after the topic
+// forgets it.
+func retainDLQ(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, now time.Time) (int64, error) {
+	offs, err := db.Offsets(ctx, ingest.DefaultDLQTopic)
+	if err != nil {
+		return 0, fmt.Errorf("retention of %s: %w", ingest.DefaultDLQTopic, err)
+	}
+	floor, ok, err := stream.TableFloor(ctx, lake, table.BronzeDLQ, stream.DLQQuery, len(offs))
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := db.Retain(ctx, ingest.DefaultDLQTopic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
 	if err != nil {
 		return n, fmt.Errorf("retention of %s: %w", ingest.DefaultDLQTopic, err)
 	}
@@ -61,7 +70,7 @@ func (p *pipeline) runRetention(ctx context.Context) error {
 			p.logRetention(ingest.DefaultTopic, n, err, p.flags.retention)
 		}
 		if p.flags.dlqRetention > 0 {
-			n, err := retainDLQ(ctx, p.db, p.flags.dlqRetention, time.Now())
+			n, err := retainDLQ(ctx, p.db, p.lake, p.flags.dlqRetention, time.Now())
 			p.logRetention(ingest.DefaultDLQTopic, n, err, p.flags.dlqRetention)
 		}
 	}

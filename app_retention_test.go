@@ -67,10 +67,13 @@ func TestRetentionNeverPassesBronze(t *testing.T) {
 }
 
 // TestDLQRetention: dead letters older than --dlq-retention are trimmed,
-// younger ones kept; the recentchange topic is not touched by it.
+// younger ones kept, but never one the dead-letter query has not committed
+// to bronze.recentchange_dlq (nothing before its first commit); the
+// recentchange topic is not touched by it.
 func TestDLQRetention(t *testing.T) {
 	ctx := context.Background()
-	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{})
+	dir := t.TempDir()
+	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +93,26 @@ func TestDLQRetention(t *testing.T) {
 	if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := retainDLQ(ctx, db, 30*24*time.Hour, now)
-	if err != nil || n != 2 {
-		t.Fatalf("DLQ retention removed %d, %v; want the 2 older than 30 days", n, err)
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lake.Close()
+	if err := lake.EnsureTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := retainDLQ(ctx, db, lake, 30*24*time.Hour, now); err != nil || n != 0 {
+		t.Fatalf("DLQ retention before the dead-letter query committed: removed %d, %v; want 0", n, err)
+	}
+	for id, end := range []int64{1, 4} {
+		off := stream.PartitionOffsets{0: end}
+		if _, err := lake.CommitBatch(ctx, table.BronzeDLQ, table.Batch{Query: stream.DLQQuery, ID: int64(id), Offsets: string(off.Offset())}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := retainDLQ(ctx, db, lake, 30*24*time.Hour, now)
+		if err != nil || n != 1 {
+			t.Fatalf("DLQ retention with offsets below %d committed: removed %d, %v; want 1 (the older ones, up to the floor)", end, n, err)
+		}
 	}
 	dlq, _ := db.Offsets(ctx, ingest.DefaultDLQTopic)
 	main, _ := db.Offsets(ctx, ingest.DefaultTopic)

@@ -23,7 +23,9 @@ import (
 // land in the DLQ with their reason; every on-time edit sent after them
 // lands in silver (none dropped as late: the watermark did not move, none
 // unparseable); DuckDB still reads bronze (the asset checks pass); and a
-// restart on the same data is clean: new on-time edits land too.
+// restart on the same data is clean: new on-time edits land too. The
+// dead-letter table holds every dead letter once, before and after the
+// restart.
 func TestBadEventsNeverStopSilver(t *testing.T) {
 	dir := t.TempDir()
 	src := replay.New(replay.Config{Seed: 14, Restamp: true, ResumeAfter: true})
@@ -75,6 +77,7 @@ func TestBadEventsNeverStopSilver(t *testing.T) {
 			t.Errorf("no DLQ reason contains %q; reasons:\n%s", want, all)
 		}
 	}
+	checkDLQTable(t, a, dlq)
 	report, err := mustMarts(t, a.p).Refresh(ctx)
 	if err != nil {
 		t.Fatalf("marts refresh (DuckDB over bronze and silver): %v", err)
@@ -92,9 +95,11 @@ func TestBadEventsNeverStopSilver(t *testing.T) {
 	c = src.Counts()
 	b.drained(t, c.OnTime)
 	checkSilver(t, b, c.OnTimeEditNew)
-	if got := len(readTopicAll(t, b, ingest.DefaultDLQTopic)); got != len(replay.ViolationKinds) {
+	dlq = readTopicAll(t, b, ingest.DefaultDLQTopic)
+	if got := len(dlq); got != len(replay.ViolationKinds) {
 		t.Errorf("DLQ records after the restart: got %d, want %d", got, len(replay.ViolationKinds))
 	}
+	checkDLQTable(t, b, dlq)
 	for name, q := range b.p.status(ctx).Queries {
 		if q.Error != "" {
 			t.Errorf("query %s after the restart: %s", name, q.Error)

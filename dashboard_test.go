@@ -202,7 +202,7 @@ func TestDashboard(t *testing.T) {
 		for _, q := range o.Queries {
 			names = append(names, q.Name)
 		}
-		if got, want := strings.Join(v.Queries, ","), strings.Join(names, ","); got != want || len(names) != 3 {
+		if got, want := strings.Join(v.Queries, ","), strings.Join(names, ","); got != want || len(names) != 4 {
 			t.Errorf("queries listed: got %s, want %s", got, want)
 		}
 		var tables []string

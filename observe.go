@@ -13,6 +13,7 @@ import (
 	"lakehouse/ingest"
 	"lakehouse/marts"
 	"lakehouse/stream"
+	"lakehouse/stream/sessions"
 	"lakehouse/table"
 	"lakehouse/verify"
 )
@@ -204,7 +205,12 @@ func (p *pipeline) observeQueries(ctx context.Context, now time.Time) []queryObs
 		names = append(names, n)
 	}
 	p.mu.Unlock()
-	sort.Slice(names, func(i, j int) bool { return queryOrder(names[i]) < queryOrder(names[j]) })
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := queryOrder(names[i]), queryOrder(names[j]); a != b {
+			return a < b
+		}
+		return names[i] < names[j]
+	})
 	var out []queryObs
 	for _, n := range names {
 		p.mu.Lock()
@@ -238,14 +244,20 @@ func (p *pipeline) observeQueries(ctx context.Context, now time.Time) []queryObs
 	return out
 }
 
+// queryOrder is a query's place in pipeline order: bronze, silver,
+// sessions, then the dead-letter query beside them.
 func queryOrder(name string) int {
 	switch name {
 	case stream.BronzeQuery:
 		return 0
 	case freshQuery:
 		return 1
+	case sessions.QueryName:
+		return 2
+	case stream.DLQQuery:
+		return 3
 	}
-	return 2
+	return 4
 }
 
 func (p *pipeline) observeFreshness(now time.Time) freshObs {

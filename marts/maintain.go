@@ -15,7 +15,7 @@ import (
 
 // compactTables are compacted by JobCompact: the tables that grow by small
 // appends. Gold tables are rewritten whole on every refresh and need none.
-var compactTables = []string{table.Bronze, table.SilverEdits, table.EditorSessions, table.StreamProgress, OpsRuns, OpsAssetChecks}
+var compactTables = []string{table.Bronze, table.SilverEdits, table.EditorSessions, table.StreamProgress, table.BronzeDLQ, OpsRuns, OpsAssetChecks}
 
 // streamedFrom are the tables a stream reads incrementally: expiring one of
 // their snapshots before the downstream stream consumed it would break it.

@@ -55,11 +55,15 @@ func ParsePartitionOffsets(o Offset) (PartitionOffsets, error) {
 // BrokerSource reads every partition of one topic of a broker.Log and turns
 // messages into Arrow records of Schema. Columns are filled by name:
 // broker_partition, broker_offset, broker_ts (the message timestamp), key,
-// value and ingest_ts (the time the batch was read); other columns are null.
+// value and ingest_ts (the time the batch was read), and those Headers
+// names from a message header; other columns are null.
 type BrokerSource struct {
 	Log    broker.Log
 	Topic  string
 	Schema *arrow.Schema
+	// Headers maps a column to the message header it holds (a missing
+	// header is null, or empty in a required column).
+	Headers map[string]string
 	// ReadChunk is the max messages per Log.Read call (DefaultReadChunk).
 	ReadChunk int
 	// Alloc builds the records (memory.DefaultAllocator).
@@ -382,7 +386,7 @@ func (s *BrokerSource) readPartition(ctx context.Context, p int, from, stop int6
 			off++
 		}
 	}
-	rb, err := newRowBuilder(alloc, s.Schema)
+	rb, err := newRowBuilder(alloc, s.Schema, s.Headers)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -12,7 +12,8 @@ import (
 )
 
 // rowBuilder fills a record of a bronze-like schema from broker messages,
-// column by column name, so the stream package does not depend on the exact
+// column by column name (and, for the columns headers names, from the
+// message header it maps them to), so the stream package does not depend on the exact
 // Arrow types the table chose (string or binary value, int32 or int64
 // partition, any timestamp unit).
 type rowBuilder struct {
@@ -23,7 +24,7 @@ type rowBuilder struct {
 	keyCol, valCol *array.BinaryBuilder
 }
 
-func newRowBuilder(alloc memory.Allocator, schema *arrow.Schema) (*rowBuilder, error) {
+func newRowBuilder(alloc memory.Allocator, schema *arrow.Schema, headers map[string]string) (*rowBuilder, error) {
 	if schema == nil {
 		return nil, fmt.Errorf("build rows: nil schema")
 	}
@@ -49,7 +50,12 @@ func newRowBuilder(alloc memory.Allocator, schema *arrow.Schema) (*rowBuilder, e
 			fn = bytesCol(b, func(m broker.Message) []byte { return m.Value }, false)
 			r.valCol = binaryOf(b)
 		default:
-			known = false
+			key, ok := headers[f.Name]
+			if !ok {
+				known = false
+				break
+			}
+			fn = bytesCol(b, func(m broker.Message) []byte { return m.Header(key) }, f.Nullable)
 		}
 		if !known {
 			if !f.Nullable {

@@ -15,10 +15,11 @@ const (
 	SilverEdits    = "silver.edits"
 	EditorSessions = "silver.editor_sessions"
 	StreamProgress = "ops.stream_progress"
+	BronzeDLQ      = "bronze.recentchange_dlq"
 )
 
 // Tables lists the project's tables in creation order.
-var Tables = []string{Bronze, SilverEdits, EditorSessions, StreamProgress}
+var Tables = []string{Bronze, SilverEdits, EditorSessions, StreamProgress, BronzeDLQ}
 
 var (
 	tsType = iceberg.PrimitiveTypes.TimestampTz
@@ -26,6 +27,7 @@ var (
 	i32    = iceberg.PrimitiveTypes.Int32
 	i64    = iceberg.PrimitiveTypes.Int64
 	boolT  = iceberg.PrimitiveTypes.Bool
+	binT   = iceberg.PrimitiveTypes.Binary
 )
 
 func req(id int, name string, t iceberg.Type, doc string) iceberg.NestedField {
@@ -49,6 +51,16 @@ var (
 		opt(4, "key", str, "broker message key"),
 		req(5, "value", str, "raw event JSON exactly as received"),
 		req(6, "ingest_ts", tsType, "time the bronze batch was written"),
+	)
+	bronzeDLQIce = iceberg.NewSchema(0,
+		req(1, "broker_partition", i32, "partition of the dead-letter topic"),
+		req(2, "broker_offset", i64, "offset in the dead-letter topic, dense per partition"),
+		req(3, "broker_ts", tsType, "time the broker appended the dead letter (ingest time)"),
+		req(4, "value", binT, "the event's bytes exactly as received: not always JSON or UTF-8"),
+		req(5, "reason", str, "why the contract refused it"),
+		opt(6, "source_id", str, "the SSE id the event came with (the source position)"),
+		opt(7, "source_url", str, "the stream it came from"),
+		req(8, "ingest_ts", tsType, "time the DLQ batch was written"),
 	)
 	silverEditsIce = iceberg.NewSchema(0,
 		req(1, "event_id", str, "meta.id (dedup key)"),
@@ -113,6 +125,7 @@ var (
 	SilverEditsSchema    = mustArrow(silverEditsIce)
 	EditorSessionsSchema = mustArrow(editorSessionsIce)
 	StreamProgressSchema = mustArrow(streamProgressIce)
+	BronzeDLQSchema      = mustArrow(bronzeDLQIce)
 )
 
 // tableDef describes one project table.
@@ -128,6 +141,7 @@ var defs = map[string]tableDef{
 	SilverEdits:    {silverEditsIce, SilverEditsSchema, "event_time", "parsed, deduplicated edit and new events"},
 	EditorSessions: {editorSessionsIce, EditorSessionsSchema, "session_start", "per-editor activity sessions"},
 	StreamProgress: {streamProgressIce, StreamProgressSchema, "", "one row per micro-batch of every query"},
+	BronzeDLQ:      {bronzeDLQIce, BronzeDLQSchema, "broker_ts", "events the ingest contract refused, one row per dead-letter offset, with the reason"},
 }
 
 // Schema returns the Arrow schema of a project table.

@@ -111,6 +111,8 @@ type Counts struct {
 	SilverExtra   int64 `json:"silver_extra"`
 	// SilverPending is the bronze rows of batches silver has not read yet.
 	SilverPending int64 `json:"silver_pending"`
+	// DLQTable is bronze.recentchange_dlq against the dead-letter topic.
+	DLQTable DLQCounts `json:"dlq_table"`
 }
 
 // Check is one named verdict.
@@ -225,6 +227,9 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show
 	if r.Counts.BronzeCommits, err = bronzeCommits(ctx, lake); err != nil {
 		return r, err
 	}
+	if r.Counts.DLQTable, err = scanDLQ(ctx, log, lake, exp.DLQTopic); err != nil {
+		return r, err
+	}
 	r.judge(exp, offs)
 	if !r.OK() {
 		return r, fmt.Errorf("%w: %s", ErrFailed, strings.Join(r.FailedNames(), ", "))
@@ -321,6 +326,11 @@ func (r *Report) judge(exp Expect, offs []broker.PartitionOffsets) {
 	if exp.DLQ >= 0 {
 		add("dlq", c.DLQ == exp.DLQ, "dead-letter topic %d, expected %d", c.DLQ, exp.DLQ)
 	}
+	d := c.DLQTable
+	okDLQ := d.Missing == 0 && d.Dups == 0 && d.Foreign == 0 && (exp.AllowPending || d.Pending == 0)
+	add("dlq-table", okDLQ, "%s %d rows, %d distinct offsets; %d missing %v, %d duplicated %v, %d beyond the topic; %s",
+		table.BronzeDLQ, d.Rows, d.Distinct, d.Missing, d.Gaps, d.Dups, d.Repeated, d.Foreign,
+		pendingText(d.Pending, "dead letters the dlq query has not read yet", exp.AllowPending))
 }
 
 // pendingText says what is pending and, when a drained pipeline was
