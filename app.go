@@ -213,8 +213,12 @@ func (f *pipelineFlags) ingestConfig(log *slog.Logger) ingest.Config {
 // standard AWS environment variables.
 func (c *common) tableConfig(warehouse string) table.Config {
 	return table.Config{
-		Dir:       c.data,
-		Warehouse: warehouse,
+		Dir:              c.data,
+		Warehouse:        warehouse,
+		Catalog:          c.catalog,
+		CatalogToken:     c.catalogToken,
+		CatalogWarehouse: c.catalogWarehouse,
+		CatalogSigV4:     c.catalogSigV4,
 		S3: table.S3Config{
 			Endpoint:        os.Getenv("AWS_ENDPOINT_URL"),
 			Region:          os.Getenv("AWS_REGION"),

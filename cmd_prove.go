@@ -30,6 +30,7 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.Trigger, "trigger", verify.DefaultProveTrigger, "trigger of the appliance's streams")
 	fs.IntVar(&cfg.MaxOffsetsPerTrigger, "max-offsets-per-trigger", verify.DefaultProveMaxOffset, "bronze batch size cap")
 	fs.StringVar(&cfg.DataDir, "data", "", "fresh data directory for the run (default: a new temporary directory, kept)")
+	fs.BoolVar(&cfg.RESTCatalog, "rest-catalog", false, "keep the tables in an Iceberg REST catalog this command serves on loopback (the appliance runs with --catalog rest+http://...)")
 	hooks := fs.Bool("hooks", false, "list the fault hooks and exit")
 	if err := parseFlags(fs, args); err != nil {
 		return err

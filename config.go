@@ -73,7 +73,18 @@ func applyRuntimeDefaults() {
 // common holds the flags every command that touches the lake shares.
 type common struct {
 	data string
+	// catalog, catalogToken, catalogWarehouse: an Iceberg REST catalog
+	// instead of catalog.db (table.Config's Catalog fields).
+	catalog, catalogToken, catalogWarehouse, catalogSigV4 string
 }
+
+// The REST catalog's settings in the environment.
+const (
+	envCatalog          = "LAKEHOUSE_CATALOG"
+	envCatalogToken     = "LAKEHOUSE_CATALOG_TOKEN"
+	envCatalogWarehouse = "LAKEHOUSE_CATALOG_WAREHOUSE"
+	envCatalogSigV4     = "LAKEHOUSE_CATALOG_SIGV4"
+)
 
 func (c *common) register(fs *flag.FlagSet) {
 	def := defaultDataDir
@@ -81,6 +92,10 @@ func (c *common) register(fs *flag.FlagSet) {
 		def = v
 	}
 	fs.StringVar(&c.data, "data", def, "data directory: broker.db, catalog.db, checkpoints/, warehouse/ (env "+envData+")")
+	fs.StringVar(&c.catalog, "catalog", os.Getenv(envCatalog), "the tables' catalog: empty for <data>/catalog.db, or an Iceberg REST catalog as rest+http://host:port/path or rest+https://... (env "+envCatalog+")")
+	fs.StringVar(&c.catalogToken, "catalog-token", os.Getenv(envCatalogToken), "bearer token of the REST catalog (env "+envCatalogToken+")")
+	fs.StringVar(&c.catalogSigV4, "catalog-sigv4", os.Getenv(envCatalogSigV4), "sign the REST catalog's requests with AWS SigV4 for this service: glue (AWS Glue's Iceberg endpoint) or s3tables; region and keys from the AWS_* variables (env "+envCatalogSigV4+")")
+	fs.StringVar(&c.catalogWarehouse, "catalog-warehouse", os.Getenv(envCatalogWarehouse), "the REST catalog's warehouse (catalog name) parameter, for catalogs that need one (env "+envCatalogWarehouse+")")
 }
 
 func (c *common) brokerPath() string { return filepath.Join(c.data, "broker.db") }

@@ -85,6 +85,37 @@ func TestProve(t *testing.T) {
 	}
 }
 
+// TestProveRESTCatalog is the kill test with the appliance's tables in an
+// Iceberg REST catalog (table/restcatalog, served by the test process; the
+// appliance runs with --catalog rest+http://...): every commit, the
+// exactly-once markers and the recovery after each SIGKILL go through the
+// REST protocol, and the verifier reads through it too. The run counts only
+// if the appliance never made a catalog.db of its own.
+func TestProveRESTCatalog(t *testing.T) {
+	cfg := proveConfig(t)
+	cfg.Kills = 3
+	cfg.Loops = 6
+	cfg.Trigger = 300 * time.Millisecond
+	cfg.RESTCatalog = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := verify.Prove(ctx, cfg)
+	if err != nil {
+		t.Fatalf("prove through the REST catalog (seed %d): %v", res.Seed, err)
+	}
+	t.Log(res.Summary())
+	if c := res.Report.Counts; c.SilverExpected != res.Expect.Silver || c.SilverMissing != 0 || c.DLQTable.Rows != res.Expect.DLQ {
+		t.Fatalf("verify expected %d ids in silver (%d missing), the scenario %d; DLQ table %d rows, violations %d",
+			c.SilverExpected, c.SilverMissing, res.Expect.Silver, c.DLQTable.Rows, res.Expect.DLQ)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "catalog.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("inconclusive: the appliance made a catalog.db of its own (%v): its tables were not only in the REST catalog", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "rest-catalog", "catalog.db")); err != nil {
+		t.Fatalf("the REST catalog's own catalog.db: %v", err)
+	}
+}
+
 // TestProveInconclusive: a kill before any bronze commit, or after the whole
 // backlog is committed, proves nothing and must be reported as such.
 func TestProveInconclusive(t *testing.T) {

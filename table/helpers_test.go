@@ -4,16 +4,20 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"lakehouse/table"
+	"lakehouse/table/catalog"
+	"lakehouse/table/restcatalog"
 )
 
 // backend opens Lakes on one storage kind; dir is the data directory.
@@ -22,8 +26,9 @@ type backend struct {
 	cfg  func(t *testing.T, dir string) table.Config
 }
 
-// backends is the contract suite's list: local disk and S3 (gofakes3 in
-// process on 127.0.0.1).
+// backends is the contract suite's list: local disk, S3 (gofakes3 in
+// process on 127.0.0.1), and local disk with the tables in an Iceberg REST
+// catalog (table/restcatalog over an embedded catalog, on 127.0.0.1).
 func backends() []backend {
 	return []backend{
 		{name: "local", cfg: func(t *testing.T, dir string) table.Config {
@@ -40,7 +45,30 @@ func backends() []backend {
 				},
 			}
 		}},
+		{name: "rest", cfg: func(t *testing.T, dir string) table.Config {
+			return table.Config{Dir: dir, Catalog: "rest+" + restCatalog(t, dir)}
+		}},
 	}
+}
+
+// restCatalog serves, over the Iceberg REST protocol on 127.0.0.1, an
+// embedded catalog beside dir's warehouse (dir/rest-catalog.db; the tables
+// under dir/warehouse) and returns its URL. Every call serves the same
+// catalog file.
+func restCatalog(t testing.TB, dir string) string {
+	t.Helper()
+	c, err := catalog.Open(context.Background(), filepath.Join(dir, "rest-catalog.db"), catalog.Options{
+		Props: iceberg.Properties{"warehouse": filepath.Join(dir, "warehouse")},
+	})
+	if err != nil {
+		t.Fatalf("open the REST server's catalog: %v", err)
+	}
+	srv := httptest.NewServer(restcatalog.New(c, restcatalog.Options{}))
+	t.Cleanup(func() {
+		srv.Close()
+		_ = c.Close()
+	})
+	return srv.URL
 }
 
 // fakeS3 serves an in-memory S3 with the given buckets on 127.0.0.1.

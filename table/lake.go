@@ -89,6 +89,21 @@ type Config struct {
 	Warehouse string
 	// S3 is used when Warehouse is an s3:// URI.
 	S3 S3Config
+	// Catalog is the catalog the tables are in: "" for the embedded one
+	// (Dir/catalog.db), or an Iceberg REST catalog as
+	// "rest+http://host:port/path" (or rest+https://). Through REST the
+	// catalog server decides where a new table's files go and performs each
+	// commit's compare-and-swap; a moved data directory is not resolved.
+	Catalog string
+	// CatalogToken is the REST catalog's bearer token ("" for none).
+	CatalogToken string
+	// CatalogWarehouse is sent as the REST catalog's "warehouse" (the
+	// catalog name of AWS Glue, S3 Tables, Polaris; "" for none).
+	CatalogWarehouse string
+	// CatalogSigV4 signs the REST catalog's requests with AWS SigV4 for
+	// this service ("glue", "s3tables"; "" for none), with S3's region and
+	// keys (the AWS SDK's default chain when no keys are set).
+	CatalogSigV4 string
 	// Props are extra table properties and overrides of DefaultTableProps.
 	Props map[string]string
 
@@ -123,8 +138,9 @@ type Lake struct {
 	cfg       Config
 	warehouse string // plain local path or s3:// URI
 	props     map[string]string
-	cat       *catalog.Catalog
-	rooted    *rootedFS // the local FileIO (nil on S3)
+	cat       catalogAPI
+	catProps  iceberg.Properties // the warehouse's file IO settings
+	rooted    *rootedFS          // the local FileIO (nil on S3 and through REST)
 
 	notifyMu sync.Mutex
 	notify   map[string]chan struct{} // ident -> closed at the next commit
@@ -219,19 +235,27 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 			return nil, err
 		}
 	}
-	opts := catalog.Options{Props: catProps, LockTimeout: cfg.LockTimeout, BeforeSwap: syncDirtyDirs, ReadOnly: cfg.ReadOnly}
+	var cat catalogAPI
 	var rooted *rootedFS
-	if !strings.Contains(wh, "://") {
-		rooted = newRootedFS(wh, wh) // the recorded root is known once the catalog is open
-		opts.FileIO = rooted.open
-	}
-	cat, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), opts)
-	if err != nil {
-		return nil, fmt.Errorf("open lake: %w", err)
-	}
-	if err := checkRoot(cat.Root(), wh, rooted); err != nil {
-		_ = cat.Close()
-		return nil, fmt.Errorf("open lake: %w", err)
+	if cfg.Catalog != "" {
+		if cat, err = openREST(ctx, cfg, catProps); err != nil {
+			return nil, err
+		}
+	} else {
+		opts := catalog.Options{Props: catProps, LockTimeout: cfg.LockTimeout, BeforeSwap: syncDirtyDirs, ReadOnly: cfg.ReadOnly}
+		if !strings.Contains(wh, "://") {
+			rooted = newRootedFS(wh, wh) // the recorded root is known once the catalog is open
+			opts.FileIO = rooted.open
+		}
+		emb, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), opts)
+		if err != nil {
+			return nil, fmt.Errorf("open lake: %w", err)
+		}
+		if err := checkRoot(emb.Root(), wh, rooted); err != nil {
+			_ = emb.Close()
+			return nil, fmt.Errorf("open lake: %w", err)
+		}
+		cat = emb
 	}
 	if !cfg.ReadOnly {
 		// Under the catalog's lock, so two processes on one data directory
@@ -243,7 +267,7 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	}
 	props := maps.Clone(DefaultTableProps)
 	maps.Copy(props, cfg.Props)
-	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat, rooted: rooted,
+	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat, catProps: catProps, rooted: rooted,
 		recent: newRecentAppends(cfg.RecentAppendBytes)}, nil
 }
 
@@ -296,14 +320,14 @@ func (l *Lake) Warehouse() string { return l.warehouse }
 // Catalog returns the catalog the lake's tables are in, for serving it to
 // other engines (table/restcatalog). Commits through it bypass the lake's
 // per-table order and commit notices: serve the lake's own tables read-only.
-func (l *Lake) Catalog() *catalog.Catalog { return l.cat }
+func (l *Lake) Catalog() icecat.Catalog { return l.cat }
 
 // ReaderConfig is the file IO configuration another engine needs to read
 // the lake's files: the endpoint and region of an S3 warehouse, never its
 // credentials; empty for local disk.
 func (l *Lake) ReaderConfig() map[string]string {
 	out := map[string]string{}
-	props := l.cat.Props()
+	props := l.catProps
 	for _, k := range []string{iceio.S3EndpointURL, iceio.S3Region} {
 		if v := props.Get(k, ""); v != "" {
 			out[k] = v
@@ -530,7 +554,13 @@ func (l *Lake) damagedHint(ctx context.Context, id icetable.Identifier, err erro
 	if !errors.Is(err, icetable.ErrInvalidMetadata) && !errors.Is(err, fs.ErrNotExist) {
 		return ""
 	}
-	loc, perr := l.cat.MetadataLocation(ctx, id)
+	ml, ok := l.cat.(interface {
+		MetadataLocation(context.Context, icetable.Identifier) (string, error)
+	})
+	if !ok {
+		return ""
+	}
+	loc, perr := ml.MetadataLocation(ctx, id)
 	if perr != nil {
 		return ""
 	}

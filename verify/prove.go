@@ -71,6 +71,12 @@ type ProveConfig struct {
 	// CheckpointLoss deletes the bronze checkpoint before the last restart;
 	// with the appliance's default policy nothing may be duplicated.
 	CheckpointLoss bool
+	// RESTCatalog puts the appliance's tables in an Iceberg REST catalog
+	// that Prove serves from this process on 127.0.0.1 (table/restcatalog
+	// over an embedded catalog in DataDir/rest-catalog, the tables under
+	// DataDir/warehouse); the appliance connects with --catalog, and the
+	// verifier reads through it too. The catalog outlives every kill.
+	RESTCatalog bool
 
 	Partitions           int
 	Trigger              time.Duration
@@ -90,6 +96,8 @@ type ProveConfig struct {
 	// kill, the final drain, the verifier's reading. The zero Display shows
 	// plain lines on Out.
 	Progress progress.Display
+
+	lake table.Config // how Prove opens the lake (set by Prove)
 }
 
 func (c *ProveConfig) fill() {
@@ -185,11 +193,25 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		return res, err
 	}
 	defer src.Close()
+	lakeCfg := table.Config{Dir: cfg.DataDir}
+	if cfg.RESTCatalog {
+		uri, stop, err := serveRESTCatalog(cfg.DataDir)
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+		lakeCfg.Catalog = "rest+" + uri
+		fmt.Fprintf(cfg.Out, "prove: tables in the Iceberg REST catalog at %s\n", uri)
+	}
+	cfg.lake = lakeCfg
 	args := []string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0",
 		"--partitions", strconv.Itoa(cfg.Partitions),
 		"--trigger", cfg.Trigger.String(), "--sessions-trigger", cfg.Trigger.String(),
 		"--max-offsets-per-trigger", strconv.Itoa(cfg.MaxOffsetsPerTrigger),
 		"--refresh", "0"}
+	if lakeCfg.Catalog != "" {
+		args = append(args, "--catalog", lakeCfg.Catalog)
+	}
 	fracs := killFractions(cfg, rng)
 	for k := range fracs {
 		if err := proveKill(ctx, cfg, &res, args, k, fracs[k], rng); err != nil {
@@ -293,7 +315,7 @@ func proveKill(ctx context.Context, cfg ProveConfig, res *ProveResult, args []st
 	if !c.killedBySignal() {
 		return fmt.Errorf("%w: run %d ended without SIGKILL (%v)", ErrInconclusive, k+1, c.waitErr)
 	}
-	rows, err := bronzeRows(ctx, cfg.DataDir)
+	rows, err := bronzeRows(ctx, cfg.lake)
 	if err != nil {
 		return fmt.Errorf("count bronze after kill %d: %w", k+1, err)
 	}
@@ -354,7 +376,7 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 	if err := c.stop(time.Minute); err != nil {
 		return err
 	}
-	res.Report, err = verifyDir(ctx, cfg.DataDir, res.Expect, cfg.Progress)
+	res.Report, err = verifyDir(ctx, cfg.lake, res.Expect, cfg.Progress)
 	if err == nil && cfg.CheckpointLoss {
 		// The lost checkpoint must not pass silently: the restarted
 		// appliance reports the query-id change of bronze.
@@ -458,13 +480,13 @@ func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duratio
 
 // verifyDir opens the broker and the lake of a stopped appliance read-only
 // and runs the verifier, showing its reading on show.
-func verifyDir(ctx context.Context, dir string, exp Expect, show progress.Display) (Report, error) {
-	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+func verifyDir(ctx context.Context, lakeCfg table.Config, exp Expect, show progress.Display) (Report, error) {
+	db, err := broker.Open(filepath.Join(lakeCfg.Dir, "broker.db"), broker.Options{})
 	if err != nil {
 		return Report{}, err
 	}
 	defer db.Close()
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	lake, err := table.Open(ctx, lakeCfg)
 	if err != nil {
 		return Report{}, err
 	}
@@ -472,8 +494,8 @@ func verifyDir(ctx context.Context, dir string, exp Expect, show progress.Displa
 	return Run(ctx, db, lake, exp, show)
 }
 
-func bronzeRows(ctx context.Context, dir string) (int64, error) {
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
+func bronzeRows(ctx context.Context, lakeCfg table.Config) (int64, error) {
+	lake, err := table.Open(ctx, lakeCfg)
 	if err != nil {
 		return 0, err
 	}
