@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/table"
 )
@@ -26,7 +28,7 @@ func TestDLQHeadersAreIngests(t *testing.T) {
 // checkDLQTable fails t unless bronze.recentchange_dlq holds every message
 // of the dead-letter topic exactly once: its offset, its bytes untouched
 // (invalid UTF-8 too), its reason and source position as ingest wrote
-// them in the headers.
+// them in the headers; `query` reads it.
 func checkDLQTable(t *testing.T, a *testAppliance, msgs []broker.Message) {
 	t.Helper()
 	type row struct {
@@ -51,6 +53,12 @@ func checkDLQTable(t *testing.T, a *testAppliance, msgs []broker.Message) {
 			rows[k] = append(rows[k], row{bytes.Clone(val.Value(i)), reason.Value(i), sid.Value(i), surl.Value(i)})
 		}
 		r.Release()
+	}
+	var q strings.Builder
+	if err := marts.Query(context.Background(), a.p.lake, "SELECT count(*) AS n FROM bronze.recentchange_dlq WHERE reason <> ''", marts.FormatCSV, &q); err != nil {
+		t.Errorf("query the DLQ table: %v", err)
+	} else if got, want := strings.TrimSpace(strings.TrimPrefix(q.String(), "n\n")), fmt.Sprint(len(msgs)); got != want {
+		t.Errorf("query: %s rows with a reason, want %s", got, want)
 	}
 	if len(rows) != len(msgs) {
 		t.Errorf("%s: %d distinct offsets, want the topic's %d", table.BronzeDLQ, len(rows), len(msgs))

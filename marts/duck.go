@@ -28,6 +28,10 @@ type duck struct {
 	rows map[string]int64
 	// chunkRows is Config.ChunkRows (chunks.go); 0 outside a Refresh or Check.
 	chunkRows int64
+	// local maps a data file's path to one DuckDB can read (the lake's
+	// LocalFile: a remote warehouse's files are copied to local disk, as
+	// DuckDB has no httpfs offline); nil: paths as they are.
+	local func(ctx context.Context, path string) (string, error)
 }
 
 // duckLimits bound what one DuckDB database may hold in memory. The zero
@@ -145,6 +149,11 @@ func (d *duck) attachWhere(ctx context.Context, ident string, f table.Files, whe
 	} else {
 		paths := make([]string, len(f.Paths))
 		for i, p := range f.Paths {
+			if d.local != nil {
+				if p, err = d.local(ctx, p); err != nil {
+					return fmt.Errorf("attach %s: %w", ident, err)
+				}
+			}
 			paths[i] = quoteString(p)
 		}
 		body = fmt.Sprintf("SELECT * FROM read_parquet([%s], schema=%s, hive_partitioning=false)",
@@ -235,5 +244,6 @@ func (m *Marts) openDuck(ctx context.Context) (*duck, error) {
 		return nil, err
 	}
 	d.chunkRows = m.cfg.ChunkRows
+	d.local = m.lake.LocalFile
 	return d, nil
 }

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"lakehouse/broker"
 	"lakehouse/table"
@@ -48,8 +51,14 @@ func recordOf(t testing.TB, schema *arrow.Schema, rows []row) arrow.RecordBatch 
 
 func openTestLake(t testing.TB, dir string) *table.Lake {
 	t.Helper()
+	return openTestLakeWith(t, table.Config{Dir: dir})
+}
+
+// openTestLakeWith opens a lake with cfg and creates its tables.
+func openTestLakeWith(t testing.TB, cfg table.Config) *table.Lake {
+	t.Helper()
 	ctx := context.Background()
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	lake, err := table.Open(ctx, cfg)
 	if err != nil {
 		t.Fatalf("open lake: %v", err)
 	}
@@ -177,7 +186,13 @@ func (f fakeLog) Offsets(ctx context.Context, topic string) ([]broker.PartitionO
 // (bronze: partition 0 offsets 0..len-1, all of them in the broker).
 func fixtureLake(t testing.TB) (*table.Lake, fakeLog) {
 	t.Helper()
-	lake := openTestLake(t, t.TempDir())
+	return fixtureLakeWith(t, table.Config{Dir: t.TempDir()})
+}
+
+// fixtureLakeWith is fixtureLake on a lake opened with cfg.
+func fixtureLakeWith(t testing.TB, cfg table.Config) (*table.Lake, fakeLog) {
+	t.Helper()
+	lake := openTestLakeWith(t, cfg)
 	edits := fixtureEdits()
 	commit(t, lake, table.SilverEdits, "silver", 0, table.SilverEditsSchema, edits[:10])
 	commit(t, lake, table.SilverEdits, "silver", 1, table.SilverEditsSchema, edits[10:])
@@ -191,3 +206,17 @@ func fixtureLake(t testing.TB) (*table.Lake, fakeLog) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// s3Config is a lake configuration with its warehouse on an in-memory S3
+// (gofakes3 on 127.0.0.1) and its data directory in dir.
+func s3Config(t testing.TB, dir string) table.Config {
+	t.Helper()
+	mem := s3mem.New()
+	if err := mem.CreateBucket("lake"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(mem).Server())
+	t.Cleanup(srv.Close)
+	return table.Config{Dir: dir, Warehouse: "s3://lake/warehouse",
+		S3: table.S3Config{Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test"}}
+}

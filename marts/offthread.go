@@ -29,6 +29,9 @@ func off[T any](f func() (T, error)) (T, error) {
 	return r.v, r.err
 }
 
+func (o offThread) LocalFile(ctx context.Context, path string) (string, error) {
+	return off(func() (string, error) { return o.l.LocalFile(ctx, path) })
+}
 func (o offThread) DataFiles(ctx context.Context, ident string) (table.Files, error) {
 	return off(func() (table.Files, error) { return o.l.DataFiles(ctx, ident) })
 }

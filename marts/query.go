@@ -49,6 +49,7 @@ func query(ctx context.Context, lake lakeAPI, sql, format string, w io.Writer) e
 		return err
 	}
 	defer d.Close()
+	d.local = lake.LocalFile
 	idents, err := listTables(ctx, lake)
 	if err != nil {
 		return fmt.Errorf("query: %w", err)

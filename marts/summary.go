@@ -22,6 +22,7 @@ func summary(ctx context.Context, lake lakeAPI, w io.Writer) error {
 		return err
 	}
 	defer d.Close()
+	d.local = lake.LocalFile
 	for _, id := range GoldTables {
 		if _, err := d.attachFromLake(ctx, lake, id); err != nil {
 			if isNoTable(err) {

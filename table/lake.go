@@ -100,6 +100,9 @@ type Config struct {
 	// CatalogWarehouse is sent as the REST catalog's "warehouse" (the
 	// catalog name of AWS Glue, S3 Tables, Polaris; "" for none).
 	CatalogWarehouse string
+	// FileCacheBytes bounds the local copies LocalFile keeps of a remote
+	// warehouse's data files (DefaultFileCacheBytes when 0).
+	FileCacheBytes int64
 	// CatalogSigV4 signs the REST catalog's requests with AWS SigV4 for
 	// this service ("glue", "s3tables"; "" for none), with S3's region and
 	// keys (the AWS SDK's default chain when no keys are set).
@@ -141,6 +144,7 @@ type Lake struct {
 	cat       catalogAPI
 	catProps  iceberg.Properties // the warehouse's file IO settings
 	rooted    *rootedFS          // the local FileIO (nil on S3 and through REST)
+	files     *fileCache         // local copies of remote data files (LocalFile)
 
 	notifyMu sync.Mutex
 	notify   map[string]chan struct{} // ident -> closed at the next commit
@@ -267,7 +271,7 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	}
 	props := maps.Clone(DefaultTableProps)
 	maps.Copy(props, cfg.Props)
-	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat, catProps: catProps, rooted: rooted,
+	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat, catProps: catProps, rooted: rooted, files: newFileCache(cfg, catProps),
 		recent: newRecentAppends(cfg.RecentAppendBytes)}, nil
 }
 
@@ -311,6 +315,7 @@ func (l *Lake) MovedFrom() string {
 // Close closes the catalog. Committed data is already durable.
 func (l *Lake) Close() error {
 	l.recent.close()
+	l.files.close()
 	return l.cat.Close()
 }
 
