@@ -83,6 +83,18 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}{errorModel{Message: err.Error(), Type: typ, Code: code}})
 }
 
+// writeExists answers a HEAD exists request: 204, 404, or err's status.
+func (s *Server) writeExists(w http.ResponseWriter, r *http.Request, ok bool, err error) {
+	switch {
+	case err != nil:
+		s.writeError(w, r, err)
+	case !ok:
+		w.WriteHeader(http.StatusNotFound)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -105,14 +105,7 @@ func (s *Server) namespaceExists(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ok, err := s.cat.CheckNamespaceExists(r.Context(), ns)
-	switch {
-	case err != nil:
-		s.writeError(w, r, err)
-	case !ok:
-		w.WriteHeader(http.StatusNotFound)
-	default:
-		w.WriteHeader(http.StatusNoContent)
-	}
+	s.writeExists(w, r, ok, err)
 }
 
 // dropNamespace answers DELETE .../namespaces/{namespace}: 204; 404 when

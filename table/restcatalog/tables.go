@@ -189,14 +189,7 @@ func (s *Server) tableExists(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ok, err := s.cat.CheckTableExists(r.Context(), ident)
-	switch {
-	case err != nil:
-		s.writeError(w, r, err)
-	case !ok:
-		w.WriteHeader(http.StatusNotFound)
-	default:
-		w.WriteHeader(http.StatusNoContent)
-	}
+	s.writeExists(w, r, ok, err)
 }
 
 // commitTable answers POST .../tables/{table}: the requirements are checked
