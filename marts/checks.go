@@ -86,7 +86,7 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 	for _, p := range parts {
 		inBroker[p.Partition] = p
 	}
-	bronze, how, err := bronzeOffsetStats(ctx, d, prev)
+	bronze, how, err := bronzeOffsetStats(ctx, d, prev, func() error { return m.attachAllBronze(ctx, d) })
 	if err != nil {
 		return Check{}, err
 	}

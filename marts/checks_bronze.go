@@ -32,7 +32,10 @@ type bronzeSeen struct {
 // the count; a duplicate or a lost row below the old maxima changes it),
 // and the new offsets of each partition must start right after its old
 // maximum. Otherwise it counts every row again. how says which it did.
-func bronzeOffsetStats(ctx context.Context, d *duck, prev *bronzeSeen) (map[int]offsetStat, string, error) {
+//
+// full, when not nil, attaches every bronze file before a count of every
+// row (attachBronze attached only those that may hold new offsets).
+func bronzeOffsetStats(ctx context.Context, d *duck, prev *bronzeSeen, full func() error) (map[int]offsetStat, string, error) {
 	if prev != nil && d.rows[table.Bronze] >= prev.rows {
 		parts := slices.Sorted(maps.Keys(prev.stats))
 		cases := make([]string, len(parts))
@@ -66,8 +69,51 @@ func bronzeOffsetStats(ctx context.Context, d *duck, prev *bronzeSeen) (map[int]
 			return out, fmt.Sprintf("%d rows added since the last check", n), nil
 		}
 	}
+	if full != nil {
+		if err := full(); err != nil {
+			return nil, "", err
+		}
+	}
 	all, err := queryOffsetStats(ctx, d, "true")
 	return all, "every row counted", err
+}
+
+// attachBronze attaches bronze.recentchange for the checks and returns the
+// snapshot it was planned from. After a passing offsets check only the
+// files that may hold an offset beyond what it saw are in the view (a file
+// whose offsets all end at or below the smallest partition maximum holds
+// none), with the whole table's row count: on a remote warehouse every
+// file in a view is copied to local disk first, and a week of bronze
+// would be copied at every refresh otherwise. The whole list is kept in
+// m.bronzeAll for a check that has to count every row again.
+func (m *Marts) attachBronze(ctx context.Context, d *duck) (int64, error) {
+	f, err := m.lake.DataFilesWithRange(ctx, table.Bronze, "broker_offset")
+	if err != nil {
+		return 0, fmt.Errorf("plan %s: %w", table.Bronze, err)
+	}
+	m.bronzeAll = nil
+	view := f
+	if prev := m.bronzeSeen; prev != nil && len(prev.stats) > 0 {
+		floor := minMax(prev.stats)
+		view = table.Files{Schema: f.Schema, SnapshotID: f.SnapshotID, Rows: f.Rows, Paths: []string{}}
+		for i, p := range f.Paths {
+			if r := f.Ranges[i]; !r.OK || r.Upper > floor {
+				view.Paths = append(view.Paths, p)
+			}
+		}
+		m.bronzeAll = &f
+	}
+	return f.SnapshotID, d.attach(ctx, table.Bronze, view)
+}
+
+// attachAllBronze attaches every bronze file if attachBronze left some out.
+func (m *Marts) attachAllBronze(ctx context.Context, d *duck) error {
+	if m.bronzeAll == nil {
+		return nil
+	}
+	f := *m.bronzeAll
+	m.bronzeAll = nil
+	return d.attach(ctx, table.Bronze, f)
 }
 
 // minMax is the smallest of the partitions' maxima: no new offset is at

@@ -84,3 +84,59 @@ func TestBronzeOffsetsCheckIncremental(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachBronzePrunesOldFiles: after a passing offsets check the bronze
+// view the checks read names only the files that may hold newer offsets
+// (on S3 each file in a view is copied to local disk first); the whole
+// list is kept for a check that must count every row.
+func TestAttachBronzePrunesOldFiles(t *testing.T) {
+	ctx := context.Background()
+	lake := openTestLake(t, t.TempDir())
+	log := fakeLog{offsets: []broker.PartitionOffsets{{Partition: 0, Start: 0, End: 100}}}
+	m := New(lake, log, Config{Logger: quietLogger()})
+	var rs []row
+	for o := int64(0); o < 100; o++ {
+		rs = append(rs, bronzeRow(0, o, "edit", t0.Add(time.Duration(o)*time.Second)))
+	}
+	commit(t, lake, table.Bronze, "bronze", 0, table.BronzeSchema, rs[:60])
+	commit(t, lake, table.Bronze, "bronze", 1, table.BronzeSchema, rs[60:])
+	cs, _ := m.Check(ctx) // silver is empty here: only the offsets check matters
+	if len(cs) < 2 || cs[1].Name != CheckBronzeOffsets || !cs[1].Passed {
+		t.Fatalf("first check: %v", cs)
+	}
+	var more []row
+	for o := int64(100); o < 120; o++ {
+		more = append(more, bronzeRow(0, o, "edit", t0.Add(time.Duration(o)*time.Second)))
+	}
+	commit(t, lake, table.Bronze, "bronze", 2, table.BronzeSchema, more)
+	all, err := lake.DataFiles(ctx, table.Bronze)
+	if err != nil || len(all.Paths) < 3 {
+		t.Fatalf("bronze files: %v %v; want 3 or more", all.Paths, err)
+	}
+	d, err := openDuck(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	viewFiles := func() int {
+		var sql string
+		if err := d.db.QueryRowContext(ctx, `SELECT sql FROM duckdb_views() WHERE schema_name = 'bronze' AND view_name = 'recentchange'`).Scan(&sql); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(sql, ".parquet'")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.attachBronze(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if got := viewFiles(); got != 1 || d.rows[table.Bronze] != 120 {
+		t.Errorf("after a passing check the view names %d files (rows %d), want the 1 new file (and the table's 120 rows)", got, d.rows[table.Bronze])
+	}
+	if err := m.attachAllBronze(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if got := viewFiles(); got != len(all.Paths) {
+		t.Errorf("for a full count the view names %d files, want all %d", got, len(all.Paths))
+	}
+}

@@ -178,6 +178,9 @@ type Marts struct {
 	// bronzeSeen is what the last passing offsets check established (under
 	// mu; nil: count every row).
 	bronzeSeen *bronzeSeen
+	// bronzeAll is every bronze file when attachBronze attached fewer
+	// (under mu; nil: the view holds them all).
+	bronzeAll *table.Files
 	// idsSeen holds the silver.edits files whose ids the last passing
 	// uniqueness check covered, idsPending those it will have covered if
 	// it passes (under mu; nil: none).

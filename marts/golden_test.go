@@ -32,9 +32,22 @@ func TestGoldenMarts(t *testing.T) {
 			lake, log := fixtureLakeWith(t, cfg)
 			goldenMarts(t, lake, log)
 			if wh == "s3" {
-				copies, _ := filepath.Glob(filepath.Join(cfg.Dir, "cache", "files", "*"))
+				cache := filepath.Join(cfg.Dir, "cache", "files")
+				copies, _ := filepath.Glob(filepath.Join(cache, "*"))
 				if len(copies) == 0 {
-					t.Errorf("inconclusive: no local copies in %s/cache/files: DuckDB did not read from S3 through them", cfg.Dir)
+					t.Errorf("inconclusive: no local copies in %s: DuckDB did not read from S3 through them", cache)
+				}
+				// A query copies only the tables it names.
+				if err := os.RemoveAll(cache); err != nil {
+					t.Fatal(err)
+				}
+				var out bytes.Buffer
+				if err := Query(context.Background(), lake, "SELECT count(*) FROM gold.hot_pages", FormatCSV, &out); err != nil {
+					t.Fatal(err)
+				}
+				hot, _ := lake.DataFiles(context.Background(), HotPages)
+				if copies, _ := filepath.Glob(filepath.Join(cache, "*")); len(copies) != len(hot.Paths) {
+					t.Errorf("a query of gold.hot_pages copied %d files, want its %d", len(copies), len(hot.Paths))
 				}
 			}
 		})

@@ -14,6 +14,7 @@ import (
 type lakeAPI interface {
 	DataFiles(ctx context.Context, ident string) (table.Files, error)
 	DataFilesWithBounds(ctx context.Context, ident, column string) (table.Files, error)
+	DataFilesWithRange(ctx context.Context, ident, column string) (table.Files, error)
 	Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch) error
 	Compact(ctx context.Context, ident string, pol table.CompactPolicy) (table.CompactResult, error)
 	ExpireSnapshots(ctx context.Context, ident string, keepLast int, olderThan time.Duration, protect int64) (int, error)
@@ -26,6 +27,7 @@ type lakeAPI interface {
 	CommitBatch(ctx context.Context, ident string, b table.Batch) (table.Result, error)
 	Tables(ctx context.Context) ([]string, error)
 	LocalFile(ctx context.Context, path string) (string, error)
+	Warehouse() string
 }
 
 var _ lakeAPI = (*table.Lake)(nil)

@@ -29,6 +29,7 @@ func off[T any](f func() (T, error)) (T, error) {
 	return r.v, r.err
 }
 
+func (o offThread) Warehouse() string { return o.l.Warehouse() }
 func (o offThread) LocalFile(ctx context.Context, path string) (string, error) {
 	return off(func() (string, error) { return o.l.LocalFile(ctx, path) })
 }
@@ -37,6 +38,9 @@ func (o offThread) DataFiles(ctx context.Context, ident string) (table.Files, er
 }
 func (o offThread) DataFilesWithBounds(ctx context.Context, ident, column string) (table.Files, error) {
 	return off(func() (table.Files, error) { return o.l.DataFilesWithBounds(ctx, ident, column) })
+}
+func (o offThread) DataFilesWithRange(ctx context.Context, ident, column string) (table.Files, error) {
+	return off(func() (table.Files, error) { return o.l.DataFilesWithRange(ctx, ident, column) })
 }
 func (o offThread) Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch) error {
 	_, err := off(func() (struct{}, error) { return struct{}{}, o.l.Overwrite(ctx, ident, schema, recs) })

@@ -24,7 +24,9 @@ const (
 // Each Iceberg table is a view named by its identifier in a DuckDB schema
 // named by its namespace: bronze.recentchange, silver.edits,
 // silver.editor_sessions, ops.*, gold.*. Views read the tables' current
-// snapshots (planned once, when Query starts).
+// snapshots (planned once, when Query starts). On a remote warehouse,
+// where each file of a view is copied to local disk first (Lake.LocalFile),
+// only the tables whose name the SQL mentions are attached.
 //
 // Errors: ErrFormat for an unknown format (nothing is run), ErrNoTable when
 // the SQL names a table or schema that does not exist (the message lists the
@@ -54,7 +56,11 @@ func query(ctx context.Context, lake lakeAPI, sql, format string, w io.Writer) e
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
+	remote := strings.Contains(lake.Warehouse(), "://")
 	for _, id := range idents {
+		if remote && !mentions(sql, id) {
+			continue
+		}
 		if _, err := d.attachFromLake(ctx, lake, id); err != nil {
 			return fmt.Errorf("query: %w", err)
 		}
@@ -69,6 +75,15 @@ func query(ctx context.Context, lake lakeAPI, sql, format string, w io.Writer) e
 		return classify(err, idents)
 	}
 	return res.write(w, format)
+}
+
+// mentions reports whether sql may name the table ident ("namespace.name"):
+// whether it holds the name, ignoring case. It may say yes for a table the
+// SQL does not read (a column or another table sharing the word), never no
+// for one it reads.
+func mentions(sql, ident string) bool {
+	name := ident[strings.LastIndexByte(ident, '.')+1:]
+	return strings.Contains(strings.ToLower(sql), strings.ToLower(name))
 }
 
 // classify turns a DuckDB error into ErrNoTable or ErrBadSQL, keeping

@@ -220,7 +220,7 @@ func (m *Marts) attachInputs(ctx context.Context, d *duck, prev *incState, gold 
 	if err := d.attach(ctx, table.SilverEdits+"_recent", sc.recent); err != nil {
 		return sc, err
 	}
-	if sc.bronze, err = d.attachFromLake(ctx, m.lake, table.Bronze); err != nil {
+	if sc.bronze, err = m.attachBronze(ctx, d); err != nil {
 		return sc, err
 	}
 	if _, err := d.attachFromLake(ctx, m.lake, table.StreamProgress); err != nil {

@@ -63,3 +63,39 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// TestDataFilesWithRange: each live file's range of an integer column
+// (bronze's broker_offset) is read from its manifest entry; a column that
+// is not an integer is refused.
+func TestDataFilesWithRange(t *testing.T) {
+	l := openLake(t, table.Config{Dir: t.TempDir()})
+	ctx := context.Background()
+	for id := int64(1); id <= 2; id++ {
+		rec := bronzeRecord(0, (id-1)*100, 100)
+		mustCommit(t, l, table.Bronze, batchOf("bronze", id, rec))
+		rec.Release()
+	}
+	f, err := l.DataFilesWithRange(ctx, table.Bronze, "broker_offset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Ranges) != len(f.Paths) || len(f.Paths) < 2 {
+		t.Fatalf("%d paths, %d ranges; want at least 2 of each", len(f.Paths), len(f.Ranges))
+	}
+	// Offsets are dense and one per row: the ranges cover 0..199 once.
+	var span int64
+	lo, hi := f.Ranges[0].Lower, f.Ranges[0].Upper
+	for _, r := range f.Ranges {
+		if !r.OK {
+			t.Fatalf("range %+v: want OK", r)
+		}
+		span += r.Upper - r.Lower + 1
+		lo, hi = min(lo, r.Lower), max(hi, r.Upper)
+	}
+	if lo != 0 || hi != 199 || span != 200 {
+		t.Errorf("ranges %v: from %d to %d spanning %d offsets, want 0 to 199 spanning 200", f.Ranges, lo, hi, span)
+	}
+	if _, err := l.DataFilesWithRange(ctx, table.Bronze, "broker_ts"); err == nil {
+		t.Error("range of broker_ts (not an integer): no error")
+	}
+}

@@ -120,6 +120,9 @@ func (c *fileCache) download(ctx context.Context, uri, local string) error {
 	}
 	defer src.Close()
 	tmp := local + ".part"
+	if err := os.MkdirAll(filepath.Dir(tmp), 0o755); err != nil { // removed while in use: made again
+		return fmt.Errorf("file cache: %w", err)
+	}
 	dst, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("file cache: %w", err)

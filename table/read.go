@@ -270,6 +270,16 @@ type Files struct {
 	// Bounds, from DataFilesWithBounds, holds per path the range of one
 	// timestamp column from the file's Iceberg column statistics.
 	Bounds []TimeBounds
+	// Ranges, from DataFilesWithRange, holds per path the range of one
+	// integer column, the same way.
+	Ranges []IntRange
+}
+
+// IntRange is the range of an integer column in one data file, from its
+// manifest entry; OK is false when the file carries no bounds for it.
+type IntRange struct {
+	Lower, Upper int64
+	OK           bool
 }
 
 // TimeBounds is the range of a timestamp column in one data file, from
@@ -287,7 +297,7 @@ type TimeBounds struct {
 // read_parquet with a schema map, see package marts). This package never
 // writes delete files, so the list is the whole table.
 func (l *Lake) DataFiles(ctx context.Context, ident string) (Files, error) {
-	return l.dataFiles(ctx, ident, "")
+	return l.dataFiles(ctx, ident, "", false)
 }
 
 // DataFilesWithBounds is DataFiles with Files.Bounds filled for the
@@ -297,10 +307,22 @@ func (l *Lake) DataFilesWithBounds(ctx context.Context, ident, column string) (F
 	if column == "" {
 		return Files{}, fmt.Errorf("data files of %s: no bounds column named", ident)
 	}
-	return l.dataFiles(ctx, ident, column)
+	return l.dataFiles(ctx, ident, column, false)
 }
 
-func (l *Lake) dataFiles(ctx context.Context, ident, column string) (Files, error) {
+// DataFilesWithRange is DataFiles with Files.Ranges filled for the int32
+// or int64 column named column (bronze's broker_offset: a reader of new
+// offsets skips the files that end below them).
+func (l *Lake) DataFilesWithRange(ctx context.Context, ident, column string) (Files, error) {
+	if column == "" {
+		return Files{}, fmt.Errorf("data files of %s: no range column named", ident)
+	}
+	return l.dataFiles(ctx, ident, column, true)
+}
+
+// dataFiles plans ident's live files, with the bounds of column: a
+// timestamp's (Bounds), or with wantInt an integer's (Ranges).
+func (l *Lake) dataFiles(ctx context.Context, ident, column string, wantInt bool) (Files, error) {
 	tbl, err := l.load(ctx, ident)
 	if err != nil {
 		return Files{}, err
@@ -311,10 +333,15 @@ func (l *Lake) dataFiles(ctx context.Context, ident, column string) (Files, erro
 		if !ok {
 			return Files{}, fmt.Errorf("data files of %s: no column %q", ident, column)
 		}
-		if _, ok := f.Type.(iceberg.TimestampTzType); !ok {
-			if _, ok := f.Type.(iceberg.TimestampType); !ok {
-				return Files{}, fmt.Errorf("data files of %s: column %q is %s, not a timestamp", ident, column, f.Type)
-			}
+		isInt, isTime := false, false
+		switch f.Type.(type) {
+		case iceberg.TimestampTzType, iceberg.TimestampType:
+			isTime = true
+		case iceberg.Int32Type, iceberg.Int64Type:
+			isInt = true
+		}
+		if wantInt && !isInt || !wantInt && !isTime {
+			return Files{}, fmt.Errorf("data files of %s: column %q is %s, not a %s", ident, column, f.Type, map[bool]string{true: "integer", false: "timestamp"}[wantInt])
 		}
 		fieldID = f.ID
 	}
@@ -338,7 +365,10 @@ func (l *Lake) dataFiles(ctx context.Context, ident, column string) (Files, erro
 		}
 		out.Paths = append(out.Paths, p)
 		out.Rows += t.File.Count()
-		if fieldID >= 0 {
+		switch {
+		case fieldID >= 0 && wantInt:
+			out.Ranges = append(out.Ranges, intRange(t.File, fieldID))
+		case fieldID >= 0:
 			out.Bounds = append(out.Bounds, timeBounds(t.File, fieldID))
 		}
 	}
@@ -358,6 +388,24 @@ func timeBounds(f iceberg.DataFile, fieldID int) TimeBounds {
 	b.Upper = time.UnixMicro(int64(binary.LittleEndian.Uint64(hi))).UTC()
 	b.OK = true
 	return b
+}
+
+// intRange decodes an integer column's bounds from a data file's
+// statistics (4- or 8-byte little-endian, Iceberg's single-value
+// serialization).
+func intRange(f iceberg.DataFile, fieldID int) IntRange {
+	dec := func(b []byte) (int64, bool) {
+		switch len(b) {
+		case 4:
+			return int64(int32(binary.LittleEndian.Uint32(b))), true
+		case 8:
+			return int64(binary.LittleEndian.Uint64(b)), true
+		}
+		return 0, false
+	}
+	lo, okL := dec(f.LowerBoundValues()[fieldID])
+	hi, okH := dec(f.UpperBoundValues()[fieldID])
+	return IntRange{Lower: lo, Upper: hi, OK: okL && okH}
 }
 
 // localPath is where a path the metadata names is for a reader outside
