@@ -32,10 +32,20 @@ func ownNamespaces() map[string]bool {
 // clients to create tables in.
 func (p *pipeline) icebergREST() http.Handler {
 	own := ownNamespaces()
+	wh := strings.TrimSuffix(p.lake.Warehouse(), "/")
 	srv := restcatalog.New(p.lake.Catalog(), restcatalog.Options{
 		ReadOnly: func(ns icetable.Identifier) bool { return len(ns) > 0 && own[ns[0]] },
-		Config:   p.lake.ReaderConfig(),
-		Logger:   p.log,
+		Reserved: func(loc string) bool {
+			loc = strings.TrimPrefix(loc, "file://")
+			for ns := range own {
+				if dir := wh + "/" + ns + ".db"; loc == dir || strings.HasPrefix(loc, dir+"/") {
+					return true
+				}
+			}
+			return false
+		},
+		Config: p.lake.ReaderConfig(),
+		Logger: p.log,
 	})
 	return http.StripPrefix(icebergPath, srv)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	icetable "github.com/apache/iceberg-go/table"
 
@@ -22,7 +24,8 @@ import (
 // bearer token) lists the appliance's namespaces and tables, loads bronze
 // and silver and scans them: the rows equal the embedded catalog's scan of
 // the same tables. Without the token it gets 401; the appliance's tables
-// refuse a commit (403).
+// refuse a commit (403); the client may create tables in a namespace of its
+// own, not in the appliance's directories (403).
 func TestIcebergRESTScansEqualEmbedded(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 21, Restamp: true})
 	src.Loops(replay.Generate(21, 400), 1)
@@ -59,6 +62,18 @@ func TestIcebergRESTScansEqualEmbedded(t *testing.T) {
 		t.Errorf("silver tables through REST: %v", silverTables)
 	}
 
+	// Other namespaces are the client's, but not the appliance's directories.
+	if err := cl.CreateNamespace(ctx, icetable.Identifier{"client"}, nil); err != nil {
+		t.Fatalf("create a client namespace: %v", err)
+	}
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	if _, err := cl.CreateTable(ctx, icetable.Identifier{"client", "t"}, sc); err != nil {
+		t.Errorf("create a client table: %v", err)
+	}
+	if _, err := cl.CreateTable(ctx, icetable.Identifier{"client", "x"}, sc,
+		icecat.WithLocation(a.p.lake.Warehouse()+"/bronze.db/x")); !errors.Is(err, rest.ErrForbidden) {
+		t.Errorf("create a client table in bronze's directory: got %v, want 403 (rest.ErrForbidden)", err)
+	}
 	for _, ident := range []string{table.Bronze, table.SilverEdits} {
 		tbl, err := cl.LoadTable(ctx, strings.Split(ident, "."))
 		if err != nil {

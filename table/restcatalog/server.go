@@ -37,6 +37,10 @@ type Options struct {
 	// asked with the namespace's first level as well as deeper ones, so a
 	// namespace below a protected one is protected too.
 	ReadOnly func(ns icetable.Identifier) bool
+	// Reserved reports whether a client may not create a table at an
+	// explicit location (the read-only namespaces' directories: a client
+	// table there would mix its files with the appliance's); nil: none.
+	Reserved func(location string) bool
 	// Config is the table config sent with every loaded table (file IO
 	// settings a client needs to read the files, never credentials).
 	Config map[string]string

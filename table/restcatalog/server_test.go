@@ -314,12 +314,14 @@ func TestLoadTableETag(t *testing.T) {
 
 // TestReadOnlyNamespaces: tables of a namespace Options.ReadOnly protects
 // load through REST but every change is 403 ForbiddenException and changes
-// nothing; other namespaces stay writable.
+// nothing, a table of another namespace cannot be created at a location
+// Options.Reserved names; other namespaces stay writable.
 func TestReadOnlyNamespaces(t *testing.T) {
 	dir := t.TempDir()
+	reserved := filepath.Join(dir, "warehouse", "bronze.db")
 	emb, url := serve(t, dir, restcatalog.Options{ReadOnly: func(ns icetable.Identifier) bool {
 		return len(ns) == 1 && ns[0] == "bronze"
-	}})
+	}, Reserved: func(loc string) bool { return strings.HasPrefix(loc, reserved) }})
 	ctx := context.Background()
 	ident := icetable.Identifier{"bronze", "recentchange"}
 	createTable(t, emb, ident) // in process, as the appliance does
@@ -339,6 +341,9 @@ func TestReadOnlyNamespaces(t *testing.T) {
 	if _, err := txn.Commit(ctx); !errors.Is(err, rest.ErrForbidden) {
 		t.Errorf("commit to a read-only table: got %v, want 403 (rest.ErrForbidden)", err)
 	}
+	if err := cl.CreateNamespace(ctx, icetable.Identifier{"mine"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	base := url + "/v1/" + restcatalog.DefaultPrefix
 	changes := []struct{ method, path, body string }{
 		{http.MethodPost, "/namespaces/bronze/tables", `{"name":"x","schema":{"type":"struct","schema-id":0,"fields":[]}}`},
@@ -347,6 +352,7 @@ func TestReadOnlyNamespaces(t *testing.T) {
 		{http.MethodPost, "/namespaces/bronze/properties", `{"updates":{"k":"v"}}`},
 		{http.MethodPost, "/namespaces", `{"namespace":["bronze","sub"]}`},
 		{http.MethodPost, "/tables/rename", `{"source":{"namespace":["bronze"],"name":"recentchange"},"destination":{"namespace":["bronze"],"name":"moved"}}`},
+		{http.MethodPost, "/namespaces/mine/tables", `{"name":"x","location":"` + reserved + `/recentchange","schema":{"type":"struct","schema-id":0,"fields":[]}}`},
 	}
 	for _, c := range changes {
 		code, _, body := do(t, c.method, base+c.path, c.body)

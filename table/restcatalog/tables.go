@@ -82,6 +82,9 @@ func (s *Server) createTable(w http.ResponseWriter, r *http.Request) {
 	if err == nil && (req.Name == "" || req.Schema == nil) {
 		err = fmt.Errorf("%w: create table: want a name and a schema", ErrBadRequest)
 	}
+	if err == nil && req.Location != "" && s.opts.Reserved != nil && s.opts.Reserved(req.Location) {
+		err = fmt.Errorf("%w: create table at %s: the location belongs to the appliance's own tables", ErrReadOnly, req.Location)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
