@@ -18,6 +18,7 @@ import (
 
 	"lakehouse/internal/dashboard"
 	"lakehouse/stream/sessions"
+	"lakehouse/table/restcatalog"
 	"lakehouse/verify"
 )
 
@@ -123,8 +124,7 @@ func withToken(token string, next http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lakehouse"`)
 			const msg = "unauthorized: send Authorization: Bearer <token>"
 			if strings.HasPrefix(r.URL.Path, icebergPath+"/") { // the Iceberg REST spec's error object
-				writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
-					"message": msg, "type": "NotAuthorizedException", "code": http.StatusUnauthorized}})
+				restcatalog.WriteError(w, http.StatusUnauthorized, "NotAuthorizedException", msg)
 				return
 			}
 			http.Error(w, msg, http.StatusUnauthorized)

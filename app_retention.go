@@ -15,39 +15,34 @@ import (
 const retentionEvery = 10 * time.Minute
 
 // retainConsumed trims records older than maxAge from the recentchange
-// topic, but never an offset bronze has not committed (stream.BrokerFloor).
+// topic, but never an offset bronze has not committed (stream.TableFloor).
 // It returns the number of records removed.
 func retainConsumed(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, now time.Time) (int64, error) {
-	offs, err := db.Offsets(ctx, ingest.DefaultTopic)
-	if err != nil {
-		return 0, fmt.Errorf("retention: %w", err)
-	}
-	floor, ok, err := stream.BrokerFloor(ctx, lake, len(offs))
-	if err != nil {
-		return 0, fmt.Errorf("retention: %w", err)
-	}
-	if !ok {
-		return 0, nil
-	}
-	return db.Retain(ctx, ingest.DefaultTopic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
+	return retainLanded(ctx, db, lake, ingest.DefaultTopic, table.Bronze, stream.BronzeQuery, maxAge, now)
 }
 
 // retainDLQ trims dead-letter records older than maxAge, but never an
-// offset the dead-letter query has not committed to bronze.recentchange_dlq
-// (stream.TableFloor): the table keeps every dead letter after the topic
-// forgets it.
+// offset the dead-letter query has not committed to bronze.recentchange_dlq:
+// the table keeps every dead letter after the topic forgets it.
 func retainDLQ(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, now time.Time) (int64, error) {
-	offs, err := db.Offsets(ctx, ingest.DefaultDLQTopic)
+	return retainLanded(ctx, db, lake, ingest.DefaultDLQTopic, table.BronzeDLQ, stream.DLQQuery, maxAge, now)
+}
+
+// retainLanded trims records of topic older than maxAge below the offsets
+// query has committed to ident (stream.TableFloor, the same rule as a
+// Kafka consumer's committed offset), and nothing before its first commit.
+func retainLanded(ctx context.Context, db *broker.DB, lake *table.Lake, topic, ident, query string, maxAge time.Duration, now time.Time) (int64, error) {
+	offs, err := db.Offsets(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("retention of %s: %w", ingest.DefaultDLQTopic, err)
+		return 0, fmt.Errorf("retention of %s: %w", topic, err)
 	}
-	floor, ok, err := stream.TableFloor(ctx, lake, table.BronzeDLQ, stream.DLQQuery, len(offs))
+	floor, ok, err := stream.TableFloor(ctx, lake, ident, query, len(offs))
 	if err != nil || !ok {
 		return 0, err
 	}
-	n, err := db.Retain(ctx, ingest.DefaultDLQTopic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
+	n, err := db.Retain(ctx, topic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
 	if err != nil {
-		return n, fmt.Errorf("retention of %s: %w", ingest.DefaultDLQTopic, err)
+		return n, fmt.Errorf("retention of %s: %w", topic, err)
 	}
 	return n, nil
 }

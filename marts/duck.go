@@ -56,6 +56,17 @@ const utcDayMacro = "CREATE OR REPLACE MACRO utc_day(ts) AS CAST(make_timestamp(
 
 func openDuck(ctx context.Context) (*duck, error) { return openDuckLimited(ctx, duckLimits{}) }
 
+// openLakeDuck opens a database that reads lake's files: a remote
+// warehouse's through local copies (Lake.LocalFile).
+func openLakeDuck(ctx context.Context, lake lakeAPI, lim duckLimits) (*duck, error) {
+	d, err := openDuckLimited(ctx, lim)
+	if err != nil {
+		return nil, err
+	}
+	d.local = lake.LocalFile
+	return d, nil
+}
+
 func openDuckLimited(ctx context.Context, lim duckLimits) (*duck, error) {
 	conn, err := duckdb.NewConnector(duckDSN, func(ex driver.ExecerContext) error {
 		// Hours and days of the marts are UTC days, whatever the host zone.
@@ -239,11 +250,10 @@ func planGold(ctx context.Context, lake lakeAPI, mt mart) (table.Files, error) {
 // configured memory limit and threads and spilling to the configured
 // directory.
 func (m *Marts) openDuck(ctx context.Context) (*duck, error) {
-	d, err := openDuckLimited(ctx, duckLimits{MemoryLimit: m.cfg.DuckMemoryLimit, TempDir: m.cfg.DuckTempDir, Threads: m.cfg.DuckThreads})
+	d, err := openLakeDuck(ctx, m.lake, duckLimits{MemoryLimit: m.cfg.DuckMemoryLimit, TempDir: m.cfg.DuckTempDir, Threads: m.cfg.DuckThreads})
 	if err != nil {
 		return nil, err
 	}
 	d.chunkRows = m.cfg.ChunkRows
-	d.local = m.lake.LocalFile
 	return d, nil
 }

@@ -46,12 +46,11 @@ func query(ctx context.Context, lake lakeAPI, sql, format string, w io.Writer) e
 	if strings.TrimSpace(sql) == "" {
 		return fmt.Errorf("query: %w: empty statement", ErrBadSQL)
 	}
-	d, err := openDuck(ctx)
+	d, err := openLakeDuck(ctx, lake, duckLimits{})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	d.local = lake.LocalFile
 	idents, err := listTables(ctx, lake)
 	if err != nil {
 		return fmt.Errorf("query: %w", err)

@@ -17,12 +17,11 @@ func (m *Marts) Summary(ctx context.Context, w io.Writer) error {
 }
 
 func summary(ctx context.Context, lake lakeAPI, w io.Writer) error {
-	d, err := openDuck(ctx)
+	d, err := openLakeDuck(ctx, lake, duckLimits{})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	d.local = lake.LocalFile
 	for _, id := range GoldTables {
 		if _, err := d.attachFromLake(ctx, lake, id); err != nil {
 			if isNoTable(err) {

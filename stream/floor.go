@@ -7,20 +7,13 @@ import (
 	"lakehouse/table"
 )
 
-// BrokerFloor returns, for each of the source topic's partitions, the first
-// offset bronze has not committed: broker retention may trim below it,
-// never at or above it (the same rule as a Kafka consumer's committed
-// offset). It reads bronze's table marker, which survives a lost
-// checkpoint, not the checkpoint. ok is false when bronze has committed
-// nothing: then nothing may be trimmed. A partition bronze never read has
-// floor 0.
-func BrokerFloor(ctx context.Context, lake *table.Lake, partitions int) (floor []int64, ok bool, err error) {
-	return TableFloor(ctx, lake, table.Bronze, BronzeQuery, partitions)
-}
-
-// TableFloor is BrokerFloor for any query that lands a topic in a table
-// (bronze, the dead-letter query): the first offset of each partition the
-// query has not committed to ident, from its marker there.
+// TableFloor returns, for each partition of the topic a query lands in a
+// table (bronze, the dead-letter query), the first offset the query has
+// not committed to ident: broker retention may trim below it, never at or
+// above it (the same rule as a Kafka consumer's committed offset). It reads
+// the query's table marker, which survives a lost checkpoint, not the
+// checkpoint. ok is false when the query has committed nothing: then
+// nothing may be trimmed. A partition the query never read has floor 0.
 func TableFloor(ctx context.Context, lake *table.Lake, ident, query string, partitions int) (floor []int64, ok bool, err error) {
 	m, ok, err := lake.LastCommitted(ctx, ident, query)
 	if err != nil || !ok {

@@ -12,10 +12,10 @@ import (
 )
 
 // rowBuilder fills a record of a bronze-like schema from broker messages,
-// column by column name (and, for the columns headers names, from the
-// message header it maps them to), so the stream package does not depend on the exact
-// Arrow types the table chose (string or binary value, int32 or int64
-// partition, any timestamp unit).
+// column by column name (the columns headers names from the message header
+// each maps to), so the stream package does not depend on the exact Arrow
+// types the table chose (string or binary value, int32 or int64 partition,
+// any timestamp unit).
 type rowBuilder struct {
 	rb   *array.RecordBuilder
 	cols []func(m broker.Message, ingest time.Time)

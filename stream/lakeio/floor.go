@@ -18,7 +18,7 @@ var ErrNotConsumed = errors.New("nothing consumed yet")
 // marker on sink (the table query commits to), which survives a lost
 // checkpoint. Snapshot expiry on the read table must keep it and every
 // newer snapshot, or the query finds its starting point gone (the same
-// rule as broker retention against bronze, see stream.BrokerFloor). It
+// rule as broker retention against bronze, see stream.TableFloor). It
 // returns an error wrapping ErrNotConsumed when query has committed no
 // batch, or none that read anything.
 func ResumeSnapshot(ctx context.Context, lake *table.Lake, sink, query string) (int64, error) {

@@ -78,9 +78,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.WriteHeader(code)
 		return
 	}
+	WriteError(w, code, typ, err.Error())
+}
+
+// WriteError sends the spec's error object {"error": {"message", "type",
+// "code"}} with status code: for a handler in front of the Server (the
+// appliance's bearer-token check) that must answer as the spec does.
+func WriteError(w http.ResponseWriter, code int, typ, msg string) {
 	writeJSON(w, code, struct {
 		Error errorModel `json:"error"`
-	}{errorModel{Message: err.Error(), Type: typ, Code: code}})
+	}{errorModel{Message: msg, Type: typ, Code: code}})
 }
 
 // writeExists answers a HEAD exists request: 204, 404, or err's status.
