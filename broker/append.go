@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -48,9 +47,7 @@ func (d *DB) Append(ctx context.Context, b Batch) ([]Position, error) {
 		p := r.Partition
 		switch {
 		case p == AnyPartition && len(r.Key) > 0:
-			h := fnv.New32a()
-			h.Write(r.Key)
-			p = int(h.Sum32() % uint32(n))
+			p = PartitionFor(r.Key, n)
 		case p == AnyPartition:
 			p = int(d.rr.Add(1) % uint64(n))
 		case p < 0 || p >= n:

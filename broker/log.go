@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"time"
 )
 
@@ -155,6 +156,35 @@ type Sizer interface {
 	Sizes(ctx context.Context, topic string, partition int, from int64, max int) ([]int64, error)
 }
 
+// Sparse is implemented by a Log whose offsets may skip: on Kafka a
+// transaction's commit marker takes an offset, an aborted transaction's
+// records are never readable, and compaction removes records. Offsets still
+// only grow within a partition, but End-Start is then an upper bound on the
+// records held, not their count. A Log without it (the bbolt *DB) has dense
+// offsets: every offset in Start..End-1 holds a record.
+//
+// On a sparse Log, Read from an offset that holds no record returns the
+// next records that exist; it returns no records only when none is
+// readable in from..End-1.
+type Sparse interface {
+	SparseOffsets() bool
+}
+
+// IsSparse reports whether l's offsets may skip.
+func IsSparse(l Log) bool {
+	s, ok := l.(Sparse)
+	return ok && s.SparseOffsets()
+}
+
+// PartitionFor is the partition of n that Append picks for a record with
+// key and AnyPartition: the FNV-1a hash of the key modulo n. Every Log uses
+// it, so a key lands on the same partition whatever the broker.
+func PartitionFor(key []byte, n int) int {
+	h := fnv.New32a()
+	h.Write(key)
+	return int(h.Sum32() % uint32(n))
+}
+
 // Errors returned by the broker. Match them with errors.Is.
 var (
 	// ErrUnknownTopic: the topic was never created.
@@ -176,6 +206,9 @@ var (
 	ErrOffsetOutOfRange = errors.New("broker: offset beyond end of partition")
 	// ErrNotBroker: the file exists but is not a broker database (or is corrupt).
 	ErrNotBroker = errors.New("broker: not a broker database")
+	// ErrFenced: another producer with the same identity started, so this
+	// one may no longer append (Kafka's transactional fencing).
+	ErrFenced = errors.New("broker: producer fenced by a newer one")
 	// ErrClosed: the log was closed.
 	ErrClosed = errors.New("broker: closed")
 )

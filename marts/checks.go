@@ -86,17 +86,23 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 	for _, p := range parts {
 		inBroker[p.Partition] = p
 	}
-	bronze, how, err := bronzeOffsetStats(ctx, d, prev, func() error { return m.attachAllBronze(ctx, d) })
+	bronze, how, err := bronzeOffsetStats(ctx, d, prev, func() error { return m.attachAllBronze(ctx, d) }, m.heldIn)
 	if err != nil {
 		return Check{}, err
 	}
+	// Counts are of records the broker holds: on a sparse log (Kafka) an
+	// offset may hold none, and End-Start only bounds them.
 	var dups, gaps, beyond, unknown, lag, total, brokerMsgs int64
 	var problems []string
 	for _, p := range parts {
-		brokerMsgs += p.End - p.Start
 		s, ok := bronze[p.Partition]
 		if !ok {
-			lag += p.End - p.Start
+			n, err := m.heldIn(ctx, p.Partition, p.Start, p.End)
+			if err != nil {
+				return Check{}, err
+			}
+			lag += n
+			brokerMsgs += n
 			continue
 		}
 		total += s.rows
@@ -104,10 +110,12 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 			dups += n
 			problems = append(problems, fmt.Sprintf("p%d: %d duplicate offsets", p.Partition, n))
 		}
-		hole := (s.max - s.min + 1) - s.distinct
-		if s.min > p.Start {
-			hole += s.min - p.Start // offsets the broker still has but bronze skipped
+		hole := s.held - s.distinct
+		skipped, err := m.heldIn(ctx, p.Partition, p.Start, s.min) // records the broker still has but bronze skipped
+		if err != nil {
+			return Check{}, err
 		}
+		hole += skipped
 		if hole > 0 {
 			gaps += hole
 			problems = append(problems, fmt.Sprintf("p%d: %d missing offsets", p.Partition, hole))
@@ -116,8 +124,15 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 			beyond += s.max - p.End + 1
 			problems = append(problems, fmt.Sprintf("p%d: offsets up to %d beyond broker end %d", p.Partition, s.max, p.End))
 		}
-		if p.End-1 > s.max {
-			lag += p.End - 1 - s.max
+		behind, err := m.heldIn(ctx, p.Partition, s.max+1, p.End)
+		if err != nil {
+			return Check{}, err
+		}
+		lag += behind
+		if broker.IsSparse(m.log) {
+			brokerMsgs += skipped + s.held + behind
+		} else {
+			brokerMsgs += p.End - p.Start
 		}
 	}
 	var ps []int

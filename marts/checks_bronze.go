@@ -7,11 +7,15 @@ import (
 	"slices"
 	"strings"
 
+	"lakehouse/broker"
 	"lakehouse/table"
 )
 
-// offsetStat is what checkBronzeOffsets needs of one bronze partition.
-type offsetStat struct{ rows, distinct, min, max int64 }
+// offsetStat is what checkBronzeOffsets needs of one bronze partition:
+// its rows, distinct offsets and offset range, and held, the records the
+// broker holds (or held, when counted) in min..max: max-min+1 on a dense
+// log, fewer on a sparse one (Kafka's transaction markers take offsets).
+type offsetStat struct{ rows, distinct, min, max, held int64 }
 
 // bronzeSeen is what the last passing offsets check established: per
 // partition, bronze held rows offsets, dense and unique, up to max; rows
@@ -34,8 +38,9 @@ type bronzeSeen struct {
 // maximum. Otherwise it counts every row again. how says which it did.
 //
 // full, when not nil, attaches every bronze file before a count of every
-// row (attachBronze attached only those that may hold new offsets).
-func bronzeOffsetStats(ctx context.Context, d *duck, prev *bronzeSeen, full func() error) (map[int]offsetStat, string, error) {
+// row (attachBronze attached only those that may hold new offsets). held
+// counts the records the broker holds in a partition's from..to-1.
+func bronzeOffsetStats(ctx context.Context, d *duck, prev *bronzeSeen, full func() error, held heldFunc) (map[int]offsetStat, string, error) {
 	if prev != nil && d.rows[table.Bronze] >= prev.rows {
 		parts := slices.Sorted(maps.Keys(prev.stats))
 		cases := make([]string, len(parts))
@@ -57,13 +62,24 @@ func bronzeOffsetStats(ctx context.Context, d *duck, prev *bronzeSeen, full func
 			n += a.rows
 			old, had := prev.stats[p]
 			if !had {
+				if a.held, err = held(ctx, p, a.min, a.max+1); err != nil {
+					return nil, "", err
+				}
 				out[p] = a
 				continue
 			}
-			if a.min != old.max+1 {
+			between, err := held(ctx, p, old.max+1, a.min)
+			if err != nil {
+				return nil, "", err
+			}
+			if between != 0 {
 				ok = false
 			}
-			out[p] = offsetStat{rows: old.rows + a.rows, distinct: old.distinct + a.distinct, min: old.min, max: a.max}
+			added, err := held(ctx, p, old.max+1, a.max+1)
+			if err != nil {
+				return nil, "", err
+			}
+			out[p] = offsetStat{rows: old.rows + a.rows, distinct: old.distinct + a.distinct, min: old.min, max: a.max, held: old.held + added}
 		}
 		if ok && prev.rows+n == d.rows[table.Bronze] {
 			return out, fmt.Sprintf("%d rows added since the last check", n), nil
@@ -75,7 +91,36 @@ func bronzeOffsetStats(ctx context.Context, d *duck, prev *bronzeSeen, full func
 		}
 	}
 	all, err := queryOffsetStats(ctx, d, "true")
-	return all, "every row counted", err
+	if err != nil {
+		return nil, "", err
+	}
+	for p, a := range all {
+		if a.held, err = held(ctx, p, a.min, a.max+1); err != nil {
+			return nil, "", err
+		}
+		all[p] = a
+	}
+	return all, "every row counted", nil
+}
+
+// heldFunc counts the records partition p of the broker holds in from..to-1.
+type heldFunc func(ctx context.Context, p int, from, to int64) (int64, error)
+
+// heldIn is the checks' heldFunc: to-from on a dense log (offsets
+// retention has trimmed since included: bronze must still have held them),
+// the records read on a sparse one.
+func (m *Marts) heldIn(ctx context.Context, p int, from, to int64) (int64, error) {
+	if from >= to {
+		return 0, nil
+	}
+	if !broker.IsSparse(m.log) {
+		return to - from, nil
+	}
+	n, err := broker.CountHeld(ctx, m.log, m.cfg.Topic, p, from, to)
+	if err != nil {
+		return 0, fmt.Errorf("count the records %s/%d holds: %w", m.cfg.Topic, p, err)
+	}
+	return n, nil
 }
 
 // attachBronze attaches bronze.recentchange for the checks and returns the

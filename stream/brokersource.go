@@ -158,45 +158,50 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, limit Limit) (Off
 	return end.Offset(), n, nil
 }
 
-// capBytes lowers take (records per partition, from from) so that the
+// capBytes lowers take (offsets per partition, from from) so that the
 // records' bytes stay within maxBytes. Records are admitted one at a time
 // from the partition that is least far through its share (i before j when
-// (c[i]+1)/take[i] < (c[j]+1)/take[j]), so the cut keeps the proportions of
-// take; the first record that does not fit ends the batch, unless it is the
-// first of all.
+// (c[i]+1)/have[i] < (c[j]+1)/have[j], have being the records in the
+// planned range), so the cut keeps the proportions of take; the first
+// record that does not fit ends the batch, unless it is the first of all.
+// A partition cut short ends at its first record left out; one whose
+// records all fit keeps its whole range (on a sparse log, offsets after
+// the last record that hold none).
 func (s *BrokerSource) capBytes(ctx context.Context, parts []broker.PartitionOffsets, from PartitionOffsets, take []int64, maxBytes int64) error {
-	sizes := make([][]int64, len(parts))
+	recs := make([][]sizedOffset, len(parts))
+	sparse := broker.IsSparse(s.Log)
 	for i, po := range parts {
 		if take[i] == 0 {
 			continue
 		}
-		sz, err := s.sizes(ctx, po.Partition, from[po.Partition], take[i])
+		rs, err := s.sizes(ctx, po.Partition, from[po.Partition], take[i])
 		if err != nil {
 			return err
 		}
-		if int64(len(sz)) != take[i] {
+		if !sparse && int64(len(rs)) != take[i] {
 			return fmt.Errorf("plan %s partition %d: %d record sizes from %d, want %d: %w",
-				s.Topic, po.Partition, len(sz), from[po.Partition], take[i], ErrSourceBehind)
+				s.Topic, po.Partition, len(rs), from[po.Partition], take[i], ErrSourceBehind)
 		}
-		sizes[i] = sz
+		recs[i] = rs
 	}
 	got := make([]int64, len(parts))
 	var bytes, n int64
 	for {
 		best := -1
 		for i := range parts {
-			if got[i] >= take[i] {
+			have := int64(len(recs[i]))
+			if got[i] >= have {
 				continue
 			}
-			// (got[i]+1)/take[i] < (got[best]+1)/take[best], without division.
-			if best < 0 || (got[i]+1)*take[best] < (got[best]+1)*take[i] {
+			// (got[i]+1)/have[i] < (got[best]+1)/have[best], without division.
+			if best < 0 || (got[i]+1)*int64(len(recs[best])) < (got[best]+1)*have {
 				best = i
 			}
 		}
 		if best < 0 {
 			break // everything planned fits
 		}
-		sz := sizes[best][got[best]]
+		sz := recs[best][got[best]].size
 		if n > 0 && bytes+sz > maxBytes {
 			break
 		}
@@ -204,16 +209,31 @@ func (s *BrokerSource) capBytes(ctx context.Context, parts []broker.PartitionOff
 		got[best]++
 		n++
 	}
-	copy(take, got)
+	for i, po := range parts {
+		if got[i] < int64(len(recs[i])) {
+			take[i] = recs[i][got[i]].offset - from[po.Partition]
+		}
+	}
 	return nil
 }
 
-// sizes returns the key+value bytes of n records of partition p from off.
-func (s *BrokerSource) sizes(ctx context.Context, p int, off, n int64) ([]int64, error) {
-	if sz, ok := s.Log.(broker.Sizer); ok {
-		out, err := sz.Sizes(ctx, s.Topic, p, off, int(n))
+// sizedOffset is one record's offset and key+value bytes.
+type sizedOffset struct {
+	offset, size int64
+}
+
+// sizes returns the offsets and key+value bytes of the records of
+// partition p in off..off+n-1: all n of them on a dense log, those that
+// exist on a sparse one.
+func (s *BrokerSource) sizes(ctx context.Context, p int, off, n int64) ([]sizedOffset, error) {
+	if sz, ok := s.Log.(broker.Sizer); ok && !broker.IsSparse(s.Log) {
+		got, err := sz.Sizes(ctx, s.Topic, p, off, int(n))
 		if err != nil {
 			return nil, fmt.Errorf("plan %s/%d at %d: record sizes: %w", s.Topic, p, off, err)
+		}
+		out := make([]sizedOffset, len(got))
+		for i, size := range got {
+			out[i] = sizedOffset{offset: off + int64(i), size: size}
 		}
 		return out, nil
 	}
@@ -221,7 +241,7 @@ func (s *BrokerSource) sizes(ctx context.Context, p int, off, n int64) ([]int64,
 	if chunk <= 0 {
 		chunk = DefaultReadChunk
 	}
-	out := make([]int64, 0, n)
+	out := make([]sizedOffset, 0, n)
 	for end := off + n; off < end; {
 		msgs, err := s.Log.Read(ctx, s.Topic, p, off, int(min(int64(chunk), end-off)))
 		if err != nil {
@@ -231,9 +251,12 @@ func (s *BrokerSource) sizes(ctx context.Context, p int, off, n int64) ([]int64,
 			break
 		}
 		for _, m := range msgs {
-			out = append(out, int64(len(m.Key)+len(m.Value)))
+			if m.Offset >= end {
+				return out, nil
+			}
+			out = append(out, sizedOffset{offset: m.Offset, size: int64(len(m.Key) + len(m.Value))})
 		}
-		off += int64(len(msgs))
+		off = msgs[len(msgs)-1].Offset + 1
 	}
 	return out, nil
 }
@@ -362,8 +385,13 @@ func (s *BrokerSource) readPartition(ctx context.Context, p int, from, stop int6
 	if alloc == nil {
 		alloc = memory.DefaultAllocator
 	}
+	// A dense log holds a record at every offset of the range; on a sparse
+	// one (Kafka) offsets may skip, and the range may end with offsets
+	// that hold none (a transaction's commit marker).
+	sparse := broker.IsSparse(s.Log)
 	var size, keyBytes int64
 	msgs := make([]broker.Message, 0, stop-from)
+read:
 	for off := from; off < stop; {
 		n := int(min(int64(chunk), stop-off))
 		got, err := s.Log.Read(ctx, s.Topic, p, off, n)
@@ -371,19 +399,22 @@ func (s *BrokerSource) readPartition(ctx context.Context, p int, from, stop int6
 			return nil, 0, fmt.Errorf("read %s/%d at %d: %w", s.Topic, p, off, err)
 		}
 		if len(got) == 0 {
+			if sparse {
+				break
+			}
 			return nil, 0, fmt.Errorf("read %s/%d at %d: no messages before %d: %w", s.Topic, p, off, stop, ErrSourceBehind)
 		}
 		for _, m := range got {
 			if m.Offset >= stop {
-				break
+				break read
 			}
-			if m.Offset != off {
+			if m.Offset != off && (!sparse || m.Offset < off) {
 				return nil, 0, fmt.Errorf("read %s/%d: got offset %d, want %d: %w", s.Topic, p, m.Offset, off, ErrSourceBehind)
 			}
 			msgs = append(msgs, m)
 			size += int64(len(m.Value) + len(m.Key))
 			keyBytes += int64(len(m.Key))
-			off++
+			off = m.Offset + 1
 		}
 	}
 	rb, err := newRowBuilder(alloc, s.Schema, s.Headers)

@@ -1,6 +1,12 @@
 package verify
 
-import "math/bits"
+import (
+	"context"
+	"fmt"
+	"math/bits"
+
+	"lakehouse/broker"
+)
 
 // offsetBits marks the offsets of one partition in [0, end) that bronze
 // holds: seen once (seen) and seen more than once (twice). Two bits an
@@ -82,4 +88,65 @@ func (b *offsetBits) repeated(limit int) []int64 {
 		}
 	}
 	return out
+}
+
+// heldOffsets is the offsets each partition of a topic holds: nil on a
+// dense log, where every offset of a partition's Start..End-1 holds a
+// record; on a sparse one (Kafka: transaction markers and aborted records
+// take offsets) a bitmap per partition of the offsets the log returned.
+// The broker's records are the source of truth, never End-Start.
+type heldOffsets []*offsetBits
+
+// readHeld reads which offsets the partitions in offs hold.
+func readHeld(ctx context.Context, log broker.Log, topic string, offs []broker.PartitionOffsets) (heldOffsets, error) {
+	if !broker.IsSparse(log) {
+		return nil, nil
+	}
+	h := make(heldOffsets, len(offs))
+	for p, o := range offs {
+		h[p] = newOffsetBits(o.End)
+		if err := broker.EachHeld(ctx, log, topic, o.Partition, o.Start, o.End, func(off int64) { h[p].add(off) }); err != nil {
+			return nil, fmt.Errorf("read the offsets %s holds: %w", topic, err)
+		}
+	}
+	return h, nil
+}
+
+// count returns how many offsets of [from, to) partition p holds.
+func (h heldOffsets) count(p int, from, to int64) int64 {
+	if from >= to {
+		return 0
+	}
+	if h == nil {
+		return to - from
+	}
+	b := h[p]
+	var n int64
+	for off := max(from, 0); off < min(to, b.end); off++ {
+		if b.seen[off/64]&(1<<(off%64)) != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// absent returns how many offsets of [from, to) partition p holds that b
+// does not mark, and the first limit of them.
+func (h heldOffsets) absent(p int, b *offsetBits, from, to int64, limit int) (int64, []int64) {
+	if h == nil {
+		return b.absent(from, to, limit)
+	}
+	held := h[p]
+	var n int64
+	var first []int64
+	for off := max(from, 0); off < min(to, b.end, held.end); off++ {
+		w, m := off/64, uint64(1)<<(off%64)
+		if held.seen[w]&m != 0 && b.seen[w]&m == 0 {
+			n++
+			if len(first) < limit {
+				first = append(first, off)
+			}
+		}
+	}
+	return n, first
 }

@@ -111,13 +111,14 @@ type bronzeScan struct {
 	newest  map[int64]int64 // ingest_ts -> newest edit event time of that bronze batch
 	edits   idSet           // hashes of every edit/new event id in bronze
 	marker  ends            // bronze's last committed batch's end offsets (empty: none)
+	held    heldOffsets     // the offsets the broker holds (nil: all of Start..End-1)
 	unknown int64           // rows without ingest_ts: no batch to order them by
 }
 
 // scanBronze is the first pass over bronze.
-func scanBronze(ctx context.Context, lake *table.Lake, offs []broker.PartitionOffsets, exp Expect, h idHasher, bar *progress.Reporter) (*bronzeScan, error) {
+func scanBronze(ctx context.Context, lake *table.Lake, offs []broker.PartitionOffsets, held heldOffsets, exp Expect, h idHasher, bar *progress.Reporter) (*bronzeScan, error) {
 	bar.SetNote("bronze")
-	s := &bronzeScan{offs: offs, bits: make([]*offsetBits, len(offs)), rows: make([]int64, len(offs)),
+	s := &bronzeScan{offs: offs, held: held, bits: make([]*offsetBits, len(offs)), rows: make([]int64, len(offs)),
 		dups: make([]int64, len(offs)), foreign: make([]map[int64]int, len(offs)), newest: map[int64]int64{},
 		edits: make(idSet, 0, tableRows(ctx, lake, table.Bronze))}
 	for p, o := range offs {
@@ -226,14 +227,19 @@ func (s *bronzeScan) counts(r *Report) {
 		b := s.bits[p]
 		pc := PartitionCounts{Partition: p, BrokerStart: o.Start, BrokerEnd: o.End,
 			BronzeRows: s.rows[p], BronzeDistinct: b.distinct() + int64(len(s.foreign[p])), DuplicateCount: s.dups[p]}
-		r.Counts.Broker += o.End - o.Start
-		r.Counts.BrokerTrimmed += o.Trimmed()
-		held := max(b.high()+1, s.marker[p], o.Start)
-		held = min(held, o.End)
+		r.Counts.Broker += s.held.count(p, o.Start, o.End)
+		if s.held == nil {
+			// Dense offsets from 0: those below Start are the trimmed
+			// records. A sparse log cannot tell how many it trimmed.
+			r.Counts.BrokerTrimmed += o.Trimmed()
+		}
+		read := max(b.high()+1, s.marker[p], o.Start)
+		read = min(read, o.End)
 		// Offsets trimmed by broker retention before the verifier ran are
 		// not expected: bronze may hold them, the broker no longer does.
-		pc.MissingCount, pc.Gaps = b.absent(o.Start, held, maxListed)
-		pc.Pending = o.End - held
+		// Nor are offsets that hold no record (a sparse log's markers).
+		pc.MissingCount, pc.Gaps = s.held.absent(p, b, o.Start, read, maxListed)
+		pc.Pending = s.held.count(p, read, o.End)
 		pc.Duplicates = b.repeated(maxListed)
 		for off, n := range s.foreign[p] {
 			pc.Foreign = append(pc.Foreign, off)

@@ -42,6 +42,10 @@ func scanDLQ(ctx context.Context, log broker.Log, lake *table.Lake, topic string
 	if err != nil {
 		return c, fmt.Errorf("read dead-letter offsets: %w", err)
 	}
+	held, err := readHeld(ctx, log, topic, offs)
+	if err != nil {
+		return c, err
+	}
 	committed := make([]int64, len(offs))
 	m, ok, err := lake.LastCommitted(ctx, table.BronzeDLQ, dlqQuery)
 	absent := errors.Is(err, table.ErrNoSuchTable) // a lake no appliance of this version has run on yet
@@ -94,11 +98,11 @@ func scanDLQ(ctx context.Context, log broker.Log, lake *table.Lake, topic string
 	}
 	for p, o := range offs {
 		c.Distinct += bits[p].distinct()
-		n, gaps := bits[p].absent(o.Start, min(committed[p], o.End), maxListed)
+		n, gaps := held.absent(p, bits[p], o.Start, min(committed[p], o.End), maxListed)
 		c.Missing += n
 		c.Gaps = append(c.Gaps, gaps...)
 		c.Repeated = append(c.Repeated, bits[p].repeated(maxListed)...)
-		c.Pending += o.End - max(committed[p], o.Start)
+		c.Pending += held.count(p, max(committed[p], o.Start), o.End)
 	}
 	return c, nil
 }

@@ -193,9 +193,17 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show
 	if err != nil {
 		return r, fmt.Errorf("read broker offsets: %w", err)
 	}
+	held, err := readHeld(ctx, log, exp.Topic, offs)
+	if err != nil {
+		return r, err
+	}
 	if dlq, err := log.Offsets(ctx, exp.DLQTopic); err == nil {
-		for _, o := range dlq {
-			r.Counts.DLQ += o.End - o.Start
+		dlqHeld, err := readHeld(ctx, log, exp.DLQTopic, dlq)
+		if err != nil {
+			return r, err
+		}
+		for p, o := range dlq {
+			r.Counts.DLQ += dlqHeld.count(p, o.Start, o.End)
 		}
 	} else if !errors.Is(err, broker.ErrUnknownTopic) {
 		return r, fmt.Errorf("read dead-letter offsets: %w", err)
@@ -209,7 +217,7 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show
 	bar := show.Start(progress.Task{Label: "verify: read", Total: rowsToRead(ctx, lake), Unit: "rows", Delay: progressDelay})
 	defer bar.Finish()
 	h := newIDHasher()
-	bz, err := scanBronze(ctx, lake, offs, exp, h, bar)
+	bz, err := scanBronze(ctx, lake, offs, held, exp, h, bar)
 	if err != nil {
 		return r, err
 	}

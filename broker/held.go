@@ -1,0 +1,80 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+)
+
+// heldChunk is how many records EachHeld asks Read for at a time.
+const heldChunk = 10_000
+
+// EachHeld calls fn with the offset of every record partition p of topic
+// holds in from..to-1, in order. On a dense Log that is every offset of
+// the range the partition still has; on a sparse one (Kafka) it reads the
+// records to find them. Offsets below the partition's Start (trimmed by
+// retention) are skipped, not an error.
+func EachHeld(ctx context.Context, l Log, topic string, p int, from, to int64, fn func(off int64)) error {
+	if from >= to {
+		return nil
+	}
+	offs, err := partitionOffsets(ctx, l, topic, p)
+	if err != nil {
+		return err
+	}
+	from, to = max(from, offs.Start), min(to, offs.End)
+	if !IsSparse(l) {
+		for off := from; off < to; off++ {
+			fn(off)
+		}
+		return nil
+	}
+	for off := from; off < to; {
+		msgs, err := l.Read(ctx, topic, p, off, heldChunk)
+		if err != nil {
+			return fmt.Errorf("read %s/%d at %d: %w", topic, p, off, err)
+		}
+		if len(msgs) == 0 {
+			return nil // nothing readable before End
+		}
+		for _, m := range msgs {
+			if m.Offset >= to {
+				return nil
+			}
+			fn(m.Offset)
+		}
+		off = msgs[len(msgs)-1].Offset + 1
+	}
+	return nil
+}
+
+// CountHeld returns how many records partition p of topic holds in
+// from..to-1 (see EachHeld): arithmetic on a dense Log, a read on a sparse
+// one.
+func CountHeld(ctx context.Context, l Log, topic string, p int, from, to int64) (int64, error) {
+	if from >= to {
+		return 0, nil
+	}
+	if !IsSparse(l) {
+		offs, err := partitionOffsets(ctx, l, topic, p)
+		if err != nil {
+			return 0, err
+		}
+		return max(0, min(to, offs.End)-max(from, offs.Start)), nil
+	}
+	var n int64
+	err := EachHeld(ctx, l, topic, p, from, to, func(int64) { n++ })
+	return n, err
+}
+
+func partitionOffsets(ctx context.Context, l Log, topic string, p int) (PartitionOffsets, error) {
+	parts, err := l.Offsets(ctx, topic)
+	if err != nil {
+		return PartitionOffsets{}, fmt.Errorf("offsets of %s: %w", topic, err)
+	}
+	for _, po := range parts {
+		if po.Partition == p {
+			return po, nil
+		}
+	}
+	return PartitionOffsets{}, fmt.Errorf("%s/%d: %w", topic, p, ErrBadPartition)
+}

@@ -1,0 +1,65 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"lakehouse/broker"
+	"lakehouse/broker/brokertest"
+)
+
+// TestEachHeld: on a dense log every offset of the range the partition
+// still has is held; on a sparse one only the offsets that hold a record,
+// found by reading; trimmed offsets are skipped either way.
+func TestEachHeld(t *testing.T) {
+	ctx := context.Background()
+	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.CreateTopic(ctx, "t", 2); err != nil {
+		t.Fatal(err)
+	}
+	var recs []broker.Record
+	for i := range 10 {
+		recs = append(recs, broker.Record{Topic: "t", Partition: 1, Value: []byte{byte(i)}})
+	}
+	if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Retain(ctx, "t", broker.Retention{MaxBytes: 1, Floor: []int64{0, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		log      broker.Log
+		from, to int64
+		want     string
+	}{
+		{"dense", db, 0, 100, "[3 4 5 6 7 8 9]"},
+		{"dense inner", db, 4, 6, "[4 5]"},
+		{"sparse", brokertest.Sparse(db), 0, 100, "[7 9 11 13 15 17 19]"},
+		{"sparse inner", brokertest.Sparse(db), 8, 12, "[9 11]"},
+		{"sparse from an empty offset", brokertest.Sparse(db), 10, 11, "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := []int64{}
+			if err := broker.EachHeld(ctx, tc.log, "t", 1, tc.from, tc.to, func(o int64) { got = append(got, o) }); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != tc.want {
+				t.Errorf("EachHeld: got %v, want %s", got, tc.want)
+			}
+			n, err := broker.CountHeld(ctx, tc.log, "t", 1, tc.from, tc.to)
+			if err != nil || n != int64(len(got)) {
+				t.Errorf("CountHeld: got %d, %v; want %d", n, err, len(got))
+			}
+		})
+	}
+	if broker.IsSparse(db) || !broker.IsSparse(brokertest.Sparse(db)) {
+		t.Error("IsSparse: the bbolt log is dense, the wrapper sparse")
+	}
+}
