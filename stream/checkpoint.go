@@ -34,6 +34,9 @@ type OffsetEntry struct {
 	Meta json.RawMessage `json:"meta,omitempty"`
 	// Planned is when the entry was written.
 	Planned time.Time `json:"planned"`
+	// Unfenced marks the first batch of a fresh start after a lost
+	// checkpoint (Batch.Unfenced), so that a re-run of it is too.
+	Unfenced bool `json:"unfenced,omitempty"`
 }
 
 // CommitEntry is appended to the log only after the sink's commit

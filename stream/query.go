@@ -18,6 +18,10 @@ type Batch struct {
 	Start   Offset // exclusive lower bound of the batch's input
 	End     Offset // inclusive upper bound; the next batch starts here
 	Meta    json.RawMessage
+	// Unfenced: the batch does not continue the sink's last batch (the
+	// first batch of a fresh start after a lost checkpoint, which re-reads
+	// from the earliest offsets), so the sink does not check that it does.
+	Unfenced bool
 }
 
 // Limit caps one batch. A Source plans whole units (a record, a snapshot)

@@ -108,6 +108,7 @@ func (q *Query) recoverWithoutCheckpoint(ctx context.Context, id string, hasID b
 		} else {
 			q.cfg.Logger.Error("STREAM START FRESH: re-reading from the earliest offsets, the sink WILL receive duplicates",
 				"query", name, "start", string(earliest))
+			q.unfenced = true // its first batch does not continue the table's last
 		}
 	} else {
 		q.setID(newID, 0, "")

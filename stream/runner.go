@@ -51,6 +51,9 @@ type Query struct {
 	pre    *prefetch // reading the batch after the current one
 	ready  *prefetch // the planned batch's input, already read
 	capped bool      // the last planned batch hit a cap (or left input behind)
+	// unfenced: the next planned batch starts fresh, not where the sink's
+	// last batch ended (a lost checkpoint, StartFresh): Batch.Unfenced.
+	unfenced bool
 }
 
 // New builds a query. proc may be nil (input goes to the sink unchanged);
@@ -233,7 +236,7 @@ func (q *Query) plan(ctx context.Context, prev OffsetEntry) (OffsetEntry, bool, 
 			q.capped = true
 		}
 	}
-	e := OffsetEntry{Batch: prev.Batch + 1, QueryID: q.QueryID(), Start: prev.End, End: end, Planned: time.Now().UTC()}
+	e := OffsetEntry{Batch: prev.Batch + 1, QueryID: q.QueryID(), Start: prev.End, End: end, Planned: time.Now().UTC(), Unfenced: q.unfenced}
 	if sp, ok := q.proc.(StatefulProcessor); ok {
 		// The batch's metadata (its watermark) comes from the state before it.
 		if err := sp.LoadState(ctx, q.cp, prev.Batch); err != nil {
@@ -250,6 +253,7 @@ func (q *Query) plan(ctx context.Context, prev OffsetEntry) (OffsetEntry, bool, 
 	if err := q.cp.WriteOffsets(e); err != nil {
 		return OffsetEntry{}, false, fmt.Errorf("plan batch %d: %w", e.Batch, err)
 	}
+	q.unfenced = false
 	fault.Hit(hookAfterOffsetEntry)
 	return e, true, nil
 }
@@ -260,7 +264,7 @@ func (q *Query) limit() Limit {
 }
 
 func (q *Query) batchOf(e OffsetEntry) Batch {
-	return Batch{Query: q.cfg.Name, QueryID: q.QueryID(), ID: e.Batch, Start: e.Start, End: e.End, Meta: e.Meta}
+	return Batch{Query: q.cfg.Name, QueryID: q.QueryID(), ID: e.Batch, Start: e.Start, End: e.End, Meta: e.Meta, Unfenced: e.Unfenced}
 }
 
 // runBatch runs a planned batch: read, process, save state, sink commit,

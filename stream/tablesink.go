@@ -57,6 +57,8 @@ func (s *TableSink) Commit(ctx context.Context, b Batch, rows []arrow.RecordBatc
 		Offsets: string(b.End),
 		Records: rows,
 		Props:   props,
+		Fenced:  !b.Unfenced,
+		Follows: string(b.Start),
 	})
 	if err != nil {
 		return SinkResult{}, fmt.Errorf("commit %s batch %d to %s: %w", b.Query, b.ID, s.Table, err)

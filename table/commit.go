@@ -55,6 +55,14 @@ type Batch struct {
 	Offsets string              // source offsets, opaque string
 	Records []arrow.RecordBatch // may be empty: an empty batch commits its marker only (no snapshot); not released by CommitBatch
 	Props   map[string]string   // extra summary properties (keys get the "lakehouse." prefix), also kept in the marker
+	// Fenced makes the commit one writer's: it commits only if the
+	// query's marker is batch ID-1 ending at Follows (or there is none),
+	// and it counts as done only if the table's batch ID ends where this
+	// one does. Anything else is ErrFenced: a second process committing the
+	// same query (a zombie) can never interleave its batches with the
+	// first's, whatever their ranges.
+	Fenced  bool
+	Follows string // the offsets of the query's batch ID-1, where this one starts
 }
 
 // Result reports a CommitBatch.
@@ -149,9 +157,9 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 	if err != nil {
 		return Result{}, fmt.Errorf("commit batch: %w", err)
 	}
-	if m, ok, err := readMarker(tbl, b.Query); err != nil {
-		return Result{}, fmt.Errorf("commit batch to %s: %w", ident, err)
-	} else if ok && m.Batch >= b.ID {
+	if done, err := holdsBatch(tbl, ident, b); err != nil {
+		return Result{}, err
+	} else if done {
 		return Result{Committed: false, SnapshotID: batchSnapshot(tbl, b.Query, b.ID)}, nil
 	}
 
@@ -187,10 +195,11 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 		if tbl, err = l.load(ctx, ident); err != nil {
 			return Result{}, fmt.Errorf("commit batch: reload: %w", err)
 		}
-		if m, ok, err := readMarker(tbl, b.Query); err != nil {
-			return Result{}, fmt.Errorf("commit batch to %s: %w", ident, err)
-		} else if ok && m.Batch >= b.ID {
+		if done, err := holdsBatch(tbl, ident, b); err != nil || done {
 			removeDataFiles(ctx, tbl, files)
+			if err != nil {
+				return Result{}, err
+			}
 			return Result{Committed: false, SnapshotID: batchSnapshot(tbl, b.Query, b.ID)}, nil
 		}
 		snapID, err := commitFiles(ctx, tbl, b, files, summary)
@@ -211,6 +220,47 @@ func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, 
 			return Result{}, fmt.Errorf("commit batch %s/%d to %s: %d lost races: %w", b.Query, b.ID, ident, attempt+1, err)
 		}
 	}
+}
+
+// holdsBatch reports whether tbl already holds batch b (or a later batch)
+// of b.Query. For a fenced batch it returns ErrFenced when the table's
+// batch b.ID ends elsewhere (when its snapshot is still there to tell), or
+// when the marker is not batch b.ID-1 ending at b.Follows.
+func holdsBatch(tbl *icetable.Table, ident string, b Batch) (bool, error) {
+	m, ok, err := readMarker(tbl, b.Query)
+	if err != nil {
+		return false, fmt.Errorf("commit batch to %s: %w", ident, err)
+	}
+	if ok && m.Batch >= b.ID {
+		if b.Fenced {
+			if end, known := batchEnd(tbl, m, b.ID); known && end != b.Offsets {
+				return false, fmt.Errorf("commit %s batch %d to %s: the table's batch %d ends at %s, this one at %s: %w",
+					b.Query, b.ID, ident, b.ID, end, b.Offsets, ErrFenced)
+			}
+		}
+		return true, nil
+	}
+	if b.Fenced && ok && (m.Batch != b.ID-1 || m.Offsets != b.Follows) {
+		return false, fmt.Errorf("commit %s batch %d to %s: it follows batch %d at %s, but the table's last is batch %d at %s: %w",
+			b.Query, b.ID, ident, b.ID-1, b.Follows, m.Batch, m.Offsets, ErrFenced)
+	}
+	return false, nil
+}
+
+// batchEnd returns the end offsets of batch id of m's query: the marker's
+// own, or those in the summary of the snapshot that committed it (not
+// known once that snapshot expired, or for an empty batch).
+func batchEnd(tbl *icetable.Table, m Marker, id int64) (string, bool) {
+	if m.Batch == id {
+		return m.Offsets, true
+	}
+	want := strconv.FormatInt(id, 10)
+	for _, s := range mainAncestry(tbl) {
+		if s.Summary != nil && s.Summary.Properties[SummaryQuery] == m.Query && s.Summary.Properties[SummaryBatchID] == want {
+			return s.Summary.Properties[SummaryOffsets], true
+		}
+	}
+	return "", false
 }
 
 // commitFiles stages one append snapshot of files plus the marker property on

@@ -53,6 +53,12 @@ var (
 
 	// ErrInvalidBatch means a Batch lacks a query id or has a negative id.
 	ErrInvalidBatch = errors.New("invalid batch")
+
+	// ErrFenced means a fenced batch (Batch.Fenced) does not continue the
+	// query's marker: another process committed the query's batches (this
+	// one is a zombie, or two run at once). Nothing was committed, and
+	// retrying cannot help.
+	ErrFenced = errors.New("another writer committed this query's batches")
 )
 
 // transientError is a sentinel error that package transient counts as
