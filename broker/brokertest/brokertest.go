@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrentAppenders", testConcurrent},
 		{"Reopen", testReopen},
 		{"Sizes", testSizes},
+		{"SparseGaps", testSparseGaps},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -96,7 +97,15 @@ func testAppendRead(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sparse := broker.IsSparse(l)
 	for i, p := range pos {
+		if sparse {
+			// Offsets may skip, but only grow.
+			if p.Partition != 1 || i > 0 && p.Offset <= pos[i-1].Offset || p.Offset < 0 {
+				t.Fatalf("position %d: got %+v, want partition 1, offsets increasing: %+v", i, p, pos)
+			}
+			continue
+		}
 		if p.Partition != 1 || p.Offset != int64(i) {
 			t.Fatalf("position %d: got %+v, want partition 1 offset %d", i, p, i)
 		}
@@ -109,7 +118,7 @@ func testAppendRead(t *testing.T, open Opener) {
 		t.Fatalf("Read: got %d messages, want %d", len(got), len(in))
 	}
 	for i, m := range got {
-		if m.Offset != int64(i) || m.Partition != 1 || m.Topic != "t" {
+		if m.Offset != pos[i].Offset || m.Partition != 1 || m.Topic != "t" {
 			t.Fatalf("message %d: got %s/%d@%d", i, m.Topic, m.Partition, m.Offset)
 		}
 		if !bytes.Equal(m.Value, in[i].Value) || !bytes.Equal(m.Key, in[i].Key) {
@@ -122,11 +131,12 @@ func testAppendRead(t *testing.T, open Opener) {
 	if string(got[0].Header("h")) != "v" || len(got[0].Headers) != 2 {
 		t.Fatalf("headers: got %+v", got[0].Headers)
 	}
-	// A bounded read and a read at the end.
-	if got, err := l.Read(ctx, "t", 1, 1, 1); err != nil || len(got) != 1 || got[0].Offset != 1 {
-		t.Fatalf("Read(from 1, max 1): got %v, %v", got, err)
+	// A bounded read and a read at the end (on a sparse log: past the
+	// last record, where only markers may follow).
+	if got, err := l.Read(ctx, "t", 1, pos[1].Offset, 1); err != nil || len(got) != 1 || got[0].Offset != pos[1].Offset {
+		t.Fatalf("Read(from %d, max 1): got %v, %v", pos[1].Offset, got, err)
 	}
-	if got, err := l.Read(ctx, "t", 1, 3, 10); err != nil || len(got) != 0 {
+	if got, err := l.Read(ctx, "t", 1, pos[2].Offset+1, 10); err != nil || len(got) != 0 {
 		t.Fatalf("Read at end: got %d messages, %v; want 0, nil", len(got), err)
 	}
 	if got, err := l.Read(ctx, "t", 0, 0, 10); err != nil || len(got) != 0 {
@@ -139,6 +149,10 @@ func testDenseOffsets(t *testing.T, open Opener) {
 	defer l.Close()
 	ctx := ctxT(t)
 	mustTopic(t, l, "t", 3)
+	if broker.IsSparse(l) {
+		checkSparseOffsets(t, l)
+		return
+	}
 	next := make([]int64, 3)
 	for b := 0; b < 20; b++ {
 		var recs []broker.Record
@@ -163,6 +177,55 @@ func testDenseOffsets(t *testing.T, open Opener) {
 	for p, o := range offs {
 		if o.Start != 0 || o.End != next[p] {
 			t.Fatalf("partition %d: got %d..%d, want 0..%d", p, o.Start, o.End, next[p])
+		}
+	}
+}
+
+// checkSparseOffsets is testDenseOffsets for a sparse Log: offsets
+// strictly increase per partition, End passes the last offset returned,
+// and reading returns every record appended, in order.
+func checkSparseOffsets(t *testing.T, l broker.Log) {
+	ctx := ctxT(t)
+	var want [3][]string
+	last := []int64{-1, -1, -1}
+	for b := 0; b < 20; b++ {
+		var recs []broker.Record
+		for i := 0; i <= b%7; i++ {
+			recs = append(recs, broker.Record{Topic: "t", Partition: (b + i) % 3, Value: []byte(fmt.Sprint(b, i))})
+		}
+		pos, err := l.Append(ctx, broker.Batch{Records: recs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range pos {
+			if p.Partition != recs[i].Partition || p.Offset <= last[p.Partition] {
+				t.Fatalf("batch %d record %d: got %+v, want partition %d offset above %d", b, i, p, recs[i].Partition, last[p.Partition])
+			}
+			last[p.Partition] = p.Offset
+			want[p.Partition] = append(want[p.Partition], string(recs[i].Value))
+		}
+	}
+	offs, err := l.Offsets(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, o := range offs {
+		if o.Start != 0 || o.End <= last[p] {
+			t.Fatalf("partition %d: got %d..%d, want 0..(above %d)", p, o.Start, o.End, last[p])
+		}
+		msgs, err := l.Read(ctx, "t", p, o.Start, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i, m := range msgs {
+			if i > 0 && m.Offset <= msgs[i-1].Offset {
+				t.Fatalf("partition %d: offset %d after %d", p, m.Offset, msgs[i-1].Offset)
+			}
+			got = append(got, string(m.Value))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want[p]) {
+			t.Fatalf("partition %d: read %q, want %q", p, got, want[p])
 		}
 	}
 }
@@ -333,7 +396,11 @@ func testConcurrent(t *testing.T, open Opener) {
 					return
 				}
 				for i := 1; i < len(pos); i++ {
-					if pos[i].Offset != pos[i-1].Offset+1 {
+					if broker.IsSparse(l) && pos[i].Offset <= pos[i-1].Offset {
+						errs <- fmt.Errorf("writer %d batch %d not increasing: %+v", w, b, pos)
+						return
+					}
+					if !broker.IsSparse(l) && pos[i].Offset != pos[i-1].Offset+1 {
 						errs <- fmt.Errorf("writer %d batch %d not contiguous: %+v", w, b, pos)
 						return
 					}
@@ -353,7 +420,10 @@ func testConcurrent(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 		for i, m := range msgs {
-			if m.Offset != int64(i) {
+			if broker.IsSparse(l) && i > 0 && m.Offset <= msgs[i-1].Offset {
+				t.Fatalf("partition %d: offset %d after %d", p, m.Offset, msgs[i-1].Offset)
+			}
+			if !broker.IsSparse(l) && m.Offset != int64(i) {
 				t.Fatalf("partition %d: offset %d at index %d", p, m.Offset, i)
 			}
 			if seen[string(m.Value)] {
@@ -390,8 +460,21 @@ func testReopen(t *testing.T, open Opener) {
 	if v, _ := l.Meta(ctx, "pos"); string(v) != "42" {
 		t.Fatalf("meta after reopen: got %q, want 42", v)
 	}
-	if _, err := l.Append(ctx, broker.Batch{Records: []broker.Record{{Topic: "t", Partition: 1, Value: []byte("next")}}}); err != nil {
+	pos, err := l.Append(ctx, broker.Batch{Records: []broker.Record{{Topic: "t", Partition: 1, Value: []byte("next")}}})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if broker.IsSparse(l) {
+		if pos[0].Offset <= msgs[0].Offset {
+			t.Fatalf("offset after reopen: got %d, want above %d", pos[0].Offset, msgs[0].Offset)
+		}
+		if offs, _ := l.Offsets(ctx, "t"); offs[1].End <= pos[0].Offset {
+			t.Fatalf("end after reopen and append: got %d, want above %d", offs[1].End, pos[0].Offset)
+		}
+		if msgs, err := l.Read(ctx, "t", 1, 0, 0); err != nil || len(msgs) != 2 || string(msgs[1].Value) != "next" {
+			t.Fatalf("read after reopen and append: got %v, %v; want durable, next", msgs, err)
+		}
+		return
 	}
 	if offs, _ := l.Offsets(ctx, "t"); offs[1].End != 2 {
 		t.Fatalf("end after reopen and append: got %d, want 2", offs[1].End)
@@ -442,5 +525,66 @@ func testSizes(t *testing.T, open Opener) {
 	}
 	if _, err := sz.Sizes(ctx, "nope", 0, 0, 10); !errors.Is(err, broker.ErrUnknownTopic) {
 		t.Fatalf("Sizes of an unknown topic: got %v, want ErrUnknownTopic", err)
+	}
+}
+
+// testSparseGaps checks the Read rule of a sparse Log wherever its offsets
+// skip: Read from an offset that holds no record returns the next records
+// that exist, and nothing only when none exists before End. It is skipped
+// for a dense Log.
+func testSparseGaps(t *testing.T, open Opener) {
+	l := open(t, t.TempDir())
+	defer l.Close()
+	if !broker.IsSparse(l) {
+		t.Skip("the Log has dense offsets")
+	}
+	ctx := ctxT(t)
+	mustTopic(t, l, "t", 1)
+	var all []int64
+	for b := 0; b < 5; b++ {
+		recs := make([]broker.Record, b+1)
+		for i := range recs {
+			recs[i] = broker.Record{Topic: "t", Partition: 0, Value: []byte(fmt.Sprint(b, i))}
+		}
+		pos, err := l.Append(ctx, broker.Batch{Records: recs, Meta: []broker.Meta{{Key: "gaps", Value: []byte(fmt.Sprint(b))}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pos {
+			all = append(all, p.Offset)
+		}
+	}
+	offs, err := l.Offsets(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := offs[0].End
+	if end <= all[len(all)-1] {
+		t.Fatalf("end %d, want above the last offset %d", end, all[len(all)-1])
+	}
+	for from := offs[0].Start; from <= end; from++ {
+		var want []int64
+		for _, o := range all {
+			if o >= from && len(want) < 2 {
+				want = append(want, o)
+			}
+		}
+		msgs, err := l.Read(ctx, "t", 0, from, 2)
+		if err != nil {
+			t.Fatalf("Read(from %d, max 2): %v", from, err)
+		}
+		var got []int64
+		for _, m := range msgs {
+			got = append(got, m.Offset)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Read(from %d, max 2): offsets %v, want %v (records at %v, end %d)", from, got, want, all, end)
+		}
+	}
+	if _, err := l.Read(ctx, "t", 0, end+1, 1); !errors.Is(err, broker.ErrOffsetOutOfRange) {
+		t.Fatalf("Read beyond end: got %v, want ErrOffsetOutOfRange", err)
+	}
+	if v, err := l.Meta(ctx, "gaps"); err != nil || string(v) != "4" {
+		t.Fatalf("Meta: got %q, %v; want 4", v, err)
 	}
 }
