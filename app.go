@@ -50,6 +50,7 @@ type pipelineFlags struct {
 	logFormat      string
 	logLevel       string
 	noIngest       bool
+	role           string // roleAll, roleIngest, roleStream or roleMarts (app_roles.go)
 	retention      time.Duration
 	dlqRetention   time.Duration
 	diskReserve    int64
@@ -241,8 +242,9 @@ func (c *common) readOnlyTableConfig(warehouse string) table.Config {
 type pipeline struct {
 	flags pipelineFlags
 	log   *slog.Logger
-	db    *broker.DB
-	lake  *table.Lake
+	db    broker.Log
+	held  *broker.HeldCounter // the records each topic holds (Kafka's offsets skip)
+	lake  *table.Lake         // nil for --role ingest
 
 	tel     *telemetry
 	health  *health
@@ -259,46 +261,58 @@ type pipeline struct {
 func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipeline, error) {
 	// Both stores are opened (and checked) before either is written to, so
 	// a damaged one is refused with nothing changed.
-	db, err := f.openBroker(broker.Options{DiskReserve: f.diskReserve})
+	db, err := f.openBroker(ctx, broker.Options{DiskReserve: f.diskReserve}, f.runs(roleIngest) && !f.noIngest)
 	if err != nil {
 		return nil, err
 	}
-	tcfg := f.tableConfig(f.warehouse)
-	tcfg.TakeOverWarehouse = f.takeOver
-	lake, err := table.Open(ctx, tcfg)
-	if err != nil {
-		db.Close()
-		return nil, err // says "open lake"
+	var lake *table.Lake
+	if f.needsLake() {
+		tcfg := f.tableConfig(f.warehouse)
+		tcfg.TakeOverWarehouse = f.takeOver
+		if lake, err = table.Open(ctx, tcfg); err != nil {
+			db.Close()
+			return nil, err // says "open lake"
+		}
+		if from := lake.MovedFrom(); from != "" {
+			log.Warn("data directory copied or moved: the table metadata names the warehouse it was created in; every file is read and written under this one, never there",
+				"created_in", from, "warehouse", lake.Warehouse())
+		}
 	}
-	if from := lake.MovedFrom(); from != "" {
-		log.Warn("data directory copied or moved: the table metadata names the warehouse it was created in; every file is read and written under this one, never there",
-			"created_in", from, "warehouse", lake.Warehouse())
+	closeAll := func() {
+		if lake != nil {
+			lake.Close()
+		}
+		db.Close()
 	}
 	for _, t := range []struct {
 		name string
 		n    int
 	}{{ingest.DefaultTopic, f.partitions}, {ingest.DefaultDLQTopic, 1}} {
 		if err := db.CreateTopic(ctx, t.name, t.n); err != nil {
-			lake.Close()
-			db.Close()
+			closeAll()
 			return nil, err // says "create topic" and which
 		}
 	}
-	if err := lake.EnsureTables(ctx); err != nil {
-		lake.Close()
-		db.Close()
-		return nil, fmt.Errorf("create tables: %w", err)
+	if lake != nil {
+		if err := lake.EnsureTables(ctx); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("create tables: %w", err)
+		}
 	}
 	tel := newTelemetry()
 	if rh, ok := log.Handler().(*ringHandler); ok {
 		tel.logs = rh.ring
 	}
-	return &pipeline{flags: f, log: log, db: db, lake: lake, release: newReleaser(), queries: map[string]*stream.Query{},
+	return &pipeline{flags: f, log: log, db: db, held: &broker.HeldCounter{Log: db}, lake: lake, release: newReleaser(), queries: map[string]*stream.Query{},
 		tel: tel, health: newHealth(defaultHealthRules, log), notify: notifier{log: log}}, nil
 }
 
 func (p *pipeline) Close() error {
-	return errors.Join(p.lake.Close(), p.db.Close())
+	var err error
+	if p.lake != nil {
+		err = p.lake.Close()
+	}
+	return errors.Join(err, p.db.Close())
 }
 
 // run starts every component and waits until ctx is done or one of them
@@ -334,7 +348,7 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		wg.Wait()
 		return err
 	}
-	if !p.flags.noIngest {
+	if p.flags.runs(roleIngest) && !p.flags.noIngest {
 		icfg := p.flags.ingestConfig(p.log)
 		if p.flags.since != "" {
 			t, err := time.Parse(time.RFC3339, p.flags.since)
@@ -352,31 +366,13 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		p.mu.Unlock()
 		start("ingest", ing.Run)
 	}
-	bcfg, err := p.streamConfig(stream.BronzeQuery)
-	if err != nil {
-		return stopAll(err)
+	if p.flags.runs(roleStream) {
+		if err := p.startStreams(ctx, start); err != nil {
+			return stopAll(err)
+		}
 	}
-	bronze, err := stream.NewBronze(p.db, p.lake, bcfg)
-	if err != nil {
-		return stopAll(err)
-	}
-	p.addQuery(stream.BronzeQuery, bronze)
-	start("bronze", bronze.Run)
-	dcfg, err := p.streamConfig(stream.DLQQuery)
-	if err != nil {
-		return stopAll(err)
-	}
-	dlq, err := stream.NewDLQ(p.db, p.lake, dcfg)
-	if err != nil {
-		return stopAll(err)
-	}
-	p.addQuery(stream.DLQQuery, dlq)
-	start("dlq", dlq.Run)
-	if p.flags.retention > 0 || p.flags.dlqRetention > 0 {
-		start("retention", p.runRetention)
-	}
-	if err := p.startDownstream(ctx, start); err != nil {
-		cancel(err)
+	if p.flags.runs(roleMarts) {
+		p.startMarts(start)
 	}
 	start("health", p.runHealth)
 	go p.notifyReady(ctx)
@@ -421,8 +417,15 @@ func (p *pipeline) status(ctx context.Context, only ...string) verify.Status {
 	st := verify.Status{Topics: map[string]int64{}, Appended: map[string]int64{}, Queries: map[string]verify.QueryStatus{}}
 	if topics, err := p.db.Topics(ctx); err == nil {
 		for _, t := range topics {
-			st.Topics[t.Name] = t.Messages()
-			st.Appended[t.Name] = t.Stored()
+			n, err := p.held.Count(ctx, t)
+			if err != nil {
+				continue
+			}
+			st.Topics[t.Name] = n
+			st.Appended[t.Name] = n + t.Stored() - t.Messages() // plus what retention trimmed: dense offsets only
+			if broker.IsSparse(p.db) {
+				st.Appended[t.Name] = n // Kafka does not say what it trimmed
+			}
 		}
 	}
 	p.mu.Lock()

@@ -9,16 +9,40 @@ import (
 	"slices"
 
 	"lakehouse/marts"
+	"lakehouse/stream"
 	"lakehouse/stream/lakeio"
 	"lakehouse/stream/sessions"
 	"lakehouse/stream/silver"
 	"lakehouse/table"
 )
 
-// startDownstream starts the queries and services that read what bronze
-// commits: silver (parse, dedup within the watermark), sessions, and the
-// marts scheduler (gold marts, asset checks, maintenance).
-func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(context.Context) error)) error {
+// startStreams starts the stream queries: bronze and the dead-letter
+// table from the broker, then what reads bronze's commits: silver (parse,
+// dedup within the watermark) and sessions; and the embedded broker's
+// retention, which never trims what they have not landed.
+func (p *pipeline) startStreams(ctx context.Context, start func(string, func(context.Context) error)) error {
+	bcfg, err := p.streamConfig(stream.BronzeQuery)
+	if err != nil {
+		return err
+	}
+	bronze, err := stream.NewBronze(p.db, p.lake, bcfg)
+	if err != nil {
+		return err
+	}
+	p.addQuery(stream.BronzeQuery, bronze)
+	start("bronze", bronze.Run)
+	dcfg, err := p.streamConfig(stream.DLQQuery)
+	if err != nil {
+		return err
+	}
+	dlq, err := stream.NewDLQ(p.db, p.lake, dcfg)
+	if err != nil {
+		return err
+	}
+	p.addQuery(stream.DLQQuery, dlq)
+	start("dlq", dlq.Run)
+	p.startRetention(start)
+
 	scfg, err := p.streamConfig(silver.QueryName)
 	if err != nil {
 		return err
@@ -46,7 +70,12 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	}
 	p.addQuery(sessions.QueryName, eq)
 	start(sessions.QueryName, eq.Run)
+	return nil
+}
 
+// startMarts starts the marts scheduler: gold marts, asset checks and
+// table maintenance.
+func (p *pipeline) startMarts(start func(string, func(context.Context) error)) {
 	refresh := p.flags.refresh
 	if refresh <= 0 {
 		refresh = -1 // marts and checks off; compaction and expiry still run
@@ -68,7 +97,6 @@ func (p *pipeline) startDownstream(ctx context.Context, start func(string, func(
 	p.marts = m
 	p.mu.Unlock()
 	start("marts", m.Run)
-	return nil
 }
 
 // protect returns the snapshot of ident that the query reading it will

@@ -174,9 +174,11 @@ func (p *pipeline) handler() http.Handler {
 			fmt.Fprintln(w, "- "+r)
 		}
 	})
-	rest := p.icebergREST()
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete} {
-		mux.Handle(m+" "+icebergPath+"/", rest) // methods named: "GET /" would conflict with a bare pattern
+	if p.lake != nil { // --role ingest opens no tables
+		rest := p.icebergREST()
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete} {
+			mux.Handle(m+" "+icebergPath+"/", rest) // methods named: "GET /" would conflict with a bare pattern
+		}
 	}
 	// Go's profiles (heap in use, CPU, goroutines) of the running appliance.
 	mux.HandleFunc("GET /debug/pprof/", httppprof.Index)
@@ -223,11 +225,15 @@ func (p *pipeline) settings() map[string]string {
 		maxSnapshots = m.Config().MaxSnapshots
 	}
 	source := f.source
-	if f.noIngest {
+	if f.noIngest || !f.runs(roleIngest) {
 		source = "(no ingest)"
 	}
+	warehouse := "(no tables: --role ingest)"
+	if p.lake != nil {
+		warehouse = p.lake.Warehouse()
+	}
 	return map[string]string{
-		"data": f.data, "warehouse": p.lake.Warehouse(), "source": source,
+		"data": f.data, "warehouse": warehouse, "source": source, "role": f.roleName(), "broker": f.brokerName(),
 		"trigger": f.trigger.String(), "watermark": f.watermark.String(), "session_gap": f.sessionGap.String(),
 		"session_max": sessionMaxSetting(f.sessionMax),
 		"refresh":     f.refresh.String(), "partitions": strconv.Itoa(f.partitions),

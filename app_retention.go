@@ -47,10 +47,25 @@ func retainLanded(ctx context.Context, db *broker.DB, lake *table.Lake, topic, i
 	return n, nil
 }
 
+// startRetention starts the embedded broker's retention. A Kafka
+// cluster's retention is its topics' own (retention.ms), which does not
+// know what bronze has landed: the README says how to set it.
+func (p *pipeline) startRetention(start func(string, func(context.Context) error)) {
+	if p.flags.retention <= 0 && p.flags.dlqRetention <= 0 {
+		return
+	}
+	db, ok := p.db.(*broker.DB)
+	if !ok {
+		p.log.Info("broker retention is the Kafka topics' own (retention.ms); --retention and --dlq-retention apply to the embedded broker only")
+		return
+	}
+	start("retention", func(ctx context.Context) error { return p.runRetention(ctx, db) })
+}
+
 // runRetention applies retention at once (what is due after a restart is
 // due now) and then every retentionEvery until ctx is done. A failed pass
 // is logged and retried at the next tick; it never stops the appliance.
-func (p *pipeline) runRetention(ctx context.Context) error {
+func (p *pipeline) runRetention(ctx context.Context, db *broker.DB) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -61,11 +76,11 @@ func (p *pipeline) runRetention(ctx context.Context) error {
 		}
 		t.Reset(retentionEvery)
 		if p.flags.retention > 0 {
-			n, err := retainConsumed(ctx, p.db, p.lake, p.flags.retention, time.Now())
+			n, err := retainConsumed(ctx, db, p.lake, p.flags.retention, time.Now())
 			p.logRetention(ingest.DefaultTopic, n, err, p.flags.retention)
 		}
 		if p.flags.dlqRetention > 0 {
-			n, err := retainDLQ(ctx, p.db, p.lake, p.flags.dlqRetention, time.Now())
+			n, err := retainDLQ(ctx, db, p.lake, p.flags.dlqRetention, time.Now())
 			p.logRetention(ingest.DefaultDLQTopic, n, err, p.flags.dlqRetention)
 		}
 	}

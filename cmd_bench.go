@@ -103,7 +103,7 @@ func (a benchAppliance) Status(ctx context.Context, queries ...string) verify.St
 	return a.p.status(ctx, queries...)
 }
 func (a benchAppliance) Lake() *table.Lake  { return a.p.lake }
-func (a benchAppliance) Broker() *broker.DB { return a.p.db }
+func (a benchAppliance) Broker() broker.Log { return a.p.db }
 func (a benchAppliance) Close() error       { return a.p.Close() }
 
 // startBenchAppliance opens the appliance of a bench phase: run's wiring

@@ -31,9 +31,25 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.MaxOffsetsPerTrigger, "max-offsets-per-trigger", verify.DefaultProveMaxOffset, "bronze batch size cap")
 	fs.StringVar(&cfg.DataDir, "data", "", "fresh data directory for the run (default: a new temporary directory, kept)")
 	fs.BoolVar(&cfg.RESTCatalog, "rest-catalog", false, "keep the tables in an Iceberg REST catalog this command serves on loopback (the appliance runs with --catalog rest+http://...)")
+	brokerKind := fs.String("broker", "embedded", "the appliance's broker: embedded (broker.db) or kafka (a Kafka cluster, kfake, this command runs on loopback)")
+	warehouseKind := fs.String("warehouse", "local", "the appliance's warehouse: local (<data>/warehouse) or s3 (an S3 bucket, gofakes3, this command serves on loopback)")
 	hooks := fs.Bool("hooks", false, "list the fault hooks and exit")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	switch *brokerKind {
+	case "embedded":
+	case "kafka":
+		cfg.Kafka = true
+	default:
+		return fmt.Errorf("--broker %q: want embedded or kafka: %w", *brokerKind, errUsage)
+	}
+	switch *warehouseKind {
+	case "local":
+	case "s3":
+		cfg.S3 = true
+	default:
+		return fmt.Errorf("--warehouse %q: want local or s3: %w", *warehouseKind, errUsage)
 	}
 	if *hooks {
 		for _, h := range fault.Known() {

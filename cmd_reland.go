@@ -29,7 +29,7 @@ func runReland(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	db, err := c.openBrokerExisting(true)
+	db, err := c.openBrokerExisting(ctx, true)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func runResetPosition(ctx context.Context, args []string, stdout, stderr io.Writ
 		fs.Usage()
 		return errUsage
 	}
-	db, err := c.openBrokerExisting(false)
+	db, err := c.openBrokerExisting(ctx, false)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return fmt.Errorf("the appliance holds %s: stop it first (the position is read once, at start): %w", c.brokerPath(), err)
 	}
@@ -74,6 +74,6 @@ func runResetPosition(ctx context.Context, args []string, stdout, stderr io.Writ
 	if len(old) > 200 {
 		old = old[:200] + fmt.Sprintf("... (%d bytes)", len(old))
 	}
-	fmt.Fprintf(stdout, "resume position of %s in %s: was %s; now %s\n", ingest.DefaultSource, c.brokerPath(), strconv.Quote(old), now)
+	fmt.Fprintf(stdout, "resume position of %s in %s: was %s; now %s\n", ingest.DefaultSource, c.brokerName(), strconv.Quote(old), now)
 	return nil
 }

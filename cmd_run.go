@@ -14,6 +14,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags("run", stderr)
 	var f pipelineFlags
 	f.register(fs)
+	fs.StringVar(&f.role, "role", envOr(envRole, roleAll), "the part of the appliance this process runs: all, or ingest, stream or marts as separate processes over --broker kafka://... and --catalog rest+http://... (env "+envRole+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -37,7 +38,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer p.Close()
-	log.Info("lakehouse running", "data", f.data, "source", f.source, "warehouse", p.lake.Warehouse())
+	if p.lake != nil {
+		log.Info("lakehouse running", "role", f.roleName(), "data", f.data, "broker", f.brokerName(), "source", f.source, "warehouse", p.lake.Warehouse())
+	} else {
+		log.Info("lakehouse running", "role", f.roleName(), "data", f.data, "broker", f.brokerName(), "source", f.source)
+	}
 	if err := p.run(ctx, stderr); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	db, err := c.openBrokerExisting(true)
+	db, err := c.openBrokerExisting(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(topics) == 0 {
-		fmt.Fprintf(stdout, "no topics in %s\n", c.brokerPath())
+		fmt.Fprintf(stdout, "no topics in %s\n", c.brokerName())
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)

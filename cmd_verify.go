@@ -46,7 +46,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		exp.LateIDs = ids
 	}
-	db, err := c.openBrokerExisting(true)
+	db, err := c.openBrokerExisting(ctx, true)
 	if err != nil {
 		return err
 	}

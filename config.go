@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"lakehouse/broker"
 	"lakehouse/internal/fault"
 	"lakehouse/internal/gcpace"
 )
@@ -76,6 +75,8 @@ type common struct {
 	// catalog, catalogToken, catalogWarehouse: an Iceberg REST catalog
 	// instead of catalog.db (table.Config's Catalog fields).
 	catalog, catalogToken, catalogWarehouse, catalogSigV4 string
+	// brokerURL: a Kafka cluster (kafka://...) instead of broker.db.
+	brokerURL string
 }
 
 // The REST catalog's settings in the environment.
@@ -95,6 +96,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.catalog, "catalog", os.Getenv(envCatalog), "the tables' catalog: empty for <data>/catalog.db, or an Iceberg REST catalog as rest+http://host:port/path or rest+https://... (env "+envCatalog+")")
 	fs.StringVar(&c.catalogToken, "catalog-token", os.Getenv(envCatalogToken), "bearer token of the REST catalog (env "+envCatalogToken+")")
 	fs.StringVar(&c.catalogSigV4, "catalog-sigv4", os.Getenv(envCatalogSigV4), "sign the REST catalog's requests with AWS SigV4 for this service: glue (AWS Glue's Iceberg endpoint) or s3tables; region and keys from the AWS_* variables (env "+envCatalogSigV4+")")
+	fs.StringVar(&c.brokerURL, "broker", os.Getenv(envBroker), "the broker: empty for <data>/broker.db (embedded), or a Kafka cluster as kafka://host:port[,host:port...], kafkas://... for TLS, user:password@ and ?sasl=plain|scram-sha-256|scram-sha-512 for SASL (env "+envBroker+")")
 	fs.StringVar(&c.catalogWarehouse, "catalog-warehouse", os.Getenv(envCatalogWarehouse), "the REST catalog's warehouse (catalog name) parameter, for catalogs that need one (env "+envCatalogWarehouse+")")
 }
 
@@ -103,24 +105,6 @@ func (c *common) brokerPath() string { return filepath.Join(c.data, "broker.db")
 // defaultDiskReserve is --disk-reserve's default: room for the queries to
 // drain a full broker's worth of batches into the warehouse.
 const defaultDiskReserve = 128 << 20
-
-// openBroker opens the broker, creating the data directory if needed.
-func (c *common) openBroker(opts broker.Options) (*broker.DB, error) {
-	if err := os.MkdirAll(c.data, 0o755); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
-	}
-	return broker.Open(c.brokerPath(), opts)
-}
-
-// openBrokerExisting opens the broker only if it already exists, so that
-// a command never creates an empty lake by accident; readOnly opens it
-// without ever writing to it (commands that only read).
-func (c *common) openBrokerExisting(readOnly bool) (*broker.DB, error) {
-	if _, err := os.Stat(c.brokerPath()); err != nil {
-		return nil, fmt.Errorf("no broker at %s (run `lakehouse demo` or `lakehouse run` first, or pass --data): %w", c.brokerPath(), err)
-	}
-	return broker.Open(c.brokerPath(), broker.Options{ReadOnly: readOnly})
-}
 
 // armFaultsFromEnv arms the crash hook LAKEHOUSE_CRASH_AT names
 // ("hook[:skip]"; prove and the kill tests set it for their children). A

@@ -65,11 +65,13 @@ func (e *flagErrors) checkEventTime(watermark, maxEventAhead time.Duration) {
 // their own source (demo).
 func (f *pipelineFlags) check(withSource bool) error {
 	var e flagErrors
-	if withSource && !f.noIngest {
+	if withSource && !f.noIngest && f.runs(roleIngest) {
 		if u, err := url.Parse(f.source); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			e.add("source", "%q: want the http:// or https:// URL of an SSE stream", f.source)
 		}
 	}
+	f.checkBroker(&e)
+	f.checkRole(&e)
 	if f.since != "" {
 		if _, err := time.Parse(time.RFC3339, f.since); err != nil {
 			e.add("since", "%q: want an RFC 3339 time such as 2026-11-30T12:00:00Z", f.since)

@@ -158,17 +158,24 @@ func (p *pipeline) observe(ctx context.Context) observation {
 	if topics, err := p.db.Topics(ctx); err == nil {
 		for _, t := range topics {
 			offs, _ := p.db.Offsets(ctx, t.Name)
-			o.Topics = append(o.Topics, topicObs{Name: t.Name, Records: t.Messages(), Partitions: offs})
+			n, err := p.held.Count(ctx, t)
+			if err != nil {
+				n = t.Messages() // an upper bound on a sparse log
+			}
+			o.Topics = append(o.Topics, topicObs{Name: t.Name, Records: n, Partitions: offs})
 			switch t.Name {
 			case ingest.DefaultTopic:
-				o.Hops.Broker = t.Messages()
+				o.Hops.Broker = n
 			case ingest.DefaultDLQTopic:
-				o.Hops.DLQ = t.Messages()
+				o.Hops.DLQ = n
 			}
 		}
 	}
 	o.Queries = p.observeQueries(ctx, now)
 	for _, id := range observedTables() {
+		if p.lake == nil {
+			break // --role ingest
+		}
 		st, err := p.lake.Stats(ctx, id)
 		if err != nil {
 			if !errors.Is(err, table.ErrNoSuchTable) {

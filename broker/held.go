@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // heldChunk is how many records EachHeld asks Read for at a time.
@@ -77,4 +78,50 @@ func partitionOffsets(ctx context.Context, l Log, topic string, p int) (Partitio
 		}
 	}
 	return PartitionOffsets{}, fmt.Errorf("%s/%d: %w", topic, p, ErrBadPartition)
+}
+
+// HeldCounter counts the records each topic of a Log holds, as TopicInfo's
+// Messages does on a dense Log; on a sparse one it reads only the records
+// appended since its last count (it recounts a partition whose Start
+// moved). It is safe for concurrent use; the zero value is not: set Log.
+type HeldCounter struct {
+	Log   Log
+	mu    sync.Mutex
+	marks map[string][]heldMark
+}
+
+// heldMark is what a partition held in start..upTo-1 at the last count.
+type heldMark struct{ start, upTo, n int64 }
+
+// Count returns the records t's partitions hold.
+func (c *HeldCounter) Count(ctx context.Context, t TopicInfo) (int64, error) {
+	if !IsSparse(c.Log) {
+		return t.Messages(), nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.marks == nil {
+		c.marks = map[string][]heldMark{}
+	}
+	marks := c.marks[t.Name]
+	if len(marks) != len(t.Partitions) {
+		marks = make([]heldMark, len(t.Partitions))
+	}
+	var total int64
+	for i, po := range t.Partitions {
+		m := marks[i]
+		if m.start != po.Start || m.upTo < po.Start || m.upTo > po.End {
+			m = heldMark{start: po.Start, upTo: po.Start}
+		}
+		n, err := CountHeld(ctx, c.Log, t.Name, po.Partition, m.upTo, po.End)
+		if err != nil {
+			return 0, err
+		}
+		m.n += n
+		m.upTo = po.End
+		marks[i] = m
+		total += m.n
+	}
+	c.marks[t.Name] = marks
+	return total, nil
 }

@@ -261,9 +261,12 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 		}
 		cat = emb
 	}
-	if !cfg.ReadOnly {
+	if !cfg.ReadOnly && cfg.Catalog == "" {
 		// Under the catalog's lock, so two processes on one data directory
-		// do not both claim.
+		// do not both claim. Tables in a REST catalog are claimed by none:
+		// the catalog orders every commit, so processes with their own
+		// data directories (the roles) share them, and a query's commits
+		// are fenced (Batch.Fenced).
 		if err := claimWarehouse(ctx, dir, wh, catProps, cfg.TakeOverWarehouse); err != nil {
 			_ = cat.Close()
 			return nil, fmt.Errorf("open lake: %w", err)

@@ -3,6 +3,8 @@ package table_test
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,5 +72,29 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRESTCatalogSharedByDataDirs: tables in a REST catalog belong to the
+// catalog, not to a data directory: processes with their own data
+// directories (ingest, stream and marts roles) open them together, each
+// sees the others' commits, and none writes an owner record.
+func TestRESTCatalogSharedByDataDirs(t *testing.T) {
+	ctx := context.Background()
+	shared := t.TempDir()
+	url := restCatalog(t, shared)
+	cfg := func(dir string) table.Config {
+		return table.Config{Dir: dir, Catalog: "rest+" + url, Warehouse: filepath.Join(shared, "warehouse")}
+	}
+	a := openLake(t, cfg(filepath.Join(t.TempDir(), "a")))
+	b := openLake(t, cfg(filepath.Join(t.TempDir(), "b")))
+	if _, err := a.CommitBatch(ctx, table.Bronze, batchOf("bronze", 0, bronzeRecord(0, 0, 10))); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := scanOffsets(t, b, table.Bronze); rows != 10 {
+		t.Fatalf("the second data directory sees %d rows, want 10", rows)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "warehouse", ".lakehouse-owner")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("owner record in a REST catalog's warehouse: %v", err)
 	}
 }

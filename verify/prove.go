@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"lakehouse/broker"
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/progress"
@@ -77,6 +76,15 @@ type ProveConfig struct {
 	// DataDir/warehouse); the appliance connects with --catalog, and the
 	// verifier reads through it too. The catalog outlives every kill.
 	RESTCatalog bool
+	// Kafka runs the appliance on a Kafka cluster Prove starts in this
+	// process (kfake, on 127.0.0.1) instead of broker.db; the cluster
+	// outlives every kill, and the verifier reads it with read-committed
+	// isolation, counting the records it holds (its offsets skip).
+	Kafka bool
+	// S3 puts the warehouse in an S3 bucket Prove serves from this
+	// process (gofakes3, on 127.0.0.1); the appliance gets its endpoint
+	// and keys in the AWS_* variables.
+	S3 bool
 
 	Partitions           int
 	Trigger              time.Duration
@@ -97,7 +105,9 @@ type ProveConfig struct {
 	// plain lines on Out.
 	Progress progress.Display
 
-	lake table.Config // how Prove opens the lake (set by Prove)
+	lake      table.Config // how Prove opens the lake (set by Prove)
+	brokerURL string       // the Kafka cluster's URL, when Kafka
+	env       []string     // the appliance's extra environment (S3)
 }
 
 func (c *ProveConfig) fill() {
@@ -203,6 +213,26 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		lakeCfg.Catalog = "rest+" + uri
 		fmt.Fprintf(cfg.Out, "prove: tables in the Iceberg REST catalog at %s\n", uri)
 	}
+	if cfg.Kafka {
+		uri, stop, err := startKafka()
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+		cfg.brokerURL = uri
+		fmt.Fprintf(cfg.Out, "prove: broker: Kafka (kfake) at %s\n", uri)
+	}
+	if cfg.S3 {
+		endpoint, stop, err := startS3()
+		if err != nil {
+			return res, err
+		}
+		defer stop()
+		lakeCfg.Warehouse = "s3://" + proveBucket + "/warehouse"
+		lakeCfg.S3 = s3Config(endpoint)
+		cfg.env = s3Env(endpoint)
+		fmt.Fprintf(cfg.Out, "prove: warehouse %s on S3 (gofakes3) at %s\n", lakeCfg.Warehouse, endpoint)
+	}
 	cfg.lake = lakeCfg
 	args := []string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0",
 		"--partitions", strconv.Itoa(cfg.Partitions),
@@ -211,6 +241,12 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		"--refresh", "0"}
 	if lakeCfg.Catalog != "" {
 		args = append(args, "--catalog", lakeCfg.Catalog)
+	}
+	if cfg.brokerURL != "" {
+		args = append(args, "--broker", cfg.brokerURL)
+	}
+	if lakeCfg.Warehouse != "" {
+		args = append(args, "--warehouse", lakeCfg.Warehouse)
 	}
 	fracs := killFractions(cfg, rng)
 	for k := range fracs {
@@ -376,7 +412,7 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 	if err := c.stop(time.Minute); err != nil {
 		return err
 	}
-	res.Report, err = verifyDir(ctx, cfg.lake, res.Expect, cfg.Progress)
+	res.Report, err = verifyDir(ctx, cfg.lake, cfg.brokerURL, res.Expect, cfg.Progress)
 	if err == nil && cfg.CheckpointLoss {
 		// The lost checkpoint must not pass silently: the restarted
 		// appliance reports the query-id change of bronze.
@@ -395,7 +431,7 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 
 func launch(ctx context.Context, cfg ProveConfig, args, env []string, run int) (*child, error) {
 	cmd := cfg.Launch(args)
-	cmd.Env = append(append(os.Environ(), env...), cmd.Env...)
+	cmd.Env = append(append(append(os.Environ(), cfg.env...), env...), cmd.Env...)
 	return startChild(ctx, cmd, filepath.Join(cfg.DataDir, fmt.Sprintf("prove-run-%d.log", run+1)))
 }
 
@@ -478,10 +514,11 @@ func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duratio
 	return fmt.Errorf("pipeline did not drain within %s; see %s", timeout, c.log.Name())
 }
 
-// verifyDir opens the broker and the lake of a stopped appliance read-only
-// and runs the verifier, showing its reading on show.
-func verifyDir(ctx context.Context, lakeCfg table.Config, exp Expect, show progress.Display) (Report, error) {
-	db, err := broker.Open(filepath.Join(lakeCfg.Dir, "broker.db"), broker.Options{})
+// verifyDir opens the broker (broker.db, or the Kafka cluster at
+// brokerURL) and the lake of a stopped appliance read-only and runs the
+// verifier, showing its reading on show.
+func verifyDir(ctx context.Context, lakeCfg table.Config, brokerURL string, exp Expect, show progress.Display) (Report, error) {
+	db, err := openBroker(ctx, lakeCfg.Dir, brokerURL)
 	if err != nil {
 		return Report{}, err
 	}

@@ -339,7 +339,7 @@ func soakSource(cfg SoakConfig) (*replay.Server, string, *replay.Feed, error) {
 func soakVerify(ctx context.Context, cfg SoakConfig, res SoakResult) (SoakResult, error) {
 	res.Expect = Expect{Messages: res.Replay.OnTime, Silver: res.Replay.OnTimeEditNew, DLQ: res.Replay.Violations}
 	var err error
-	res.Report, err = verifyDir(ctx, table.Config{Dir: cfg.DataDir}, res.Expect, cfg.Progress)
+	res.Report, err = verifyDir(ctx, table.Config{Dir: cfg.DataDir}, "", res.Expect, cfg.Progress)
 	res.Verified = err == nil || errors.Is(err, ErrFailed)
 	if err != nil && !res.Verified {
 		err = fmt.Errorf("verify: %w", err)

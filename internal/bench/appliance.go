@@ -17,7 +17,7 @@ type Appliance interface {
 	// Status is the broker's counts and the named queries' lags.
 	Status(ctx context.Context, queries ...string) verify.Status
 	Lake() *table.Lake
-	Broker() *broker.DB
+	Broker() broker.Log
 	Close() error
 }
 

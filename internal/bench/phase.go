@@ -287,7 +287,7 @@ func quantile(sorted []float64, q float64) float64 {
 }
 
 // countBroker adds up what the broker holds of the stream and the DLQ.
-func (res *PhaseResult) countBroker(ctx context.Context, b *broker.DB) {
+func (res *PhaseResult) countBroker(ctx context.Context, b broker.Log) {
 	for _, t := range []struct {
 		name string
 		n    *int64

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"lakehouse/broker/kafka"
+	"lakehouse/ingest/replay"
+	"lakehouse/internal/progress"
+	"lakehouse/marts"
+	"lakehouse/table"
+	"lakehouse/table/catalog"
+	"lakehouse/table/restcatalog"
+	"lakehouse/verify"
+)
+
+// TestRolesOnKafka runs the appliance as separate processes over a Kafka
+// cluster and an Iceberg REST catalog (both served by the test on
+// loopback), as on separate machines: ingest, stream and marts. The stream
+// process is frozen (SIGSTOP: a zombie, as after a long pause or a network
+// partition) and a replacement started on another data directory takes
+// over from the tables' markers; when the zombie wakes (SIGCONT) its next
+// commit is fenced ("another writer committed") and it stops, and started
+// again on its old checkpoint it refuses to run. The ingest process is
+// SIGKILLed mid-stream and restarted on its own. At the end every event is
+// in bronze exactly once and in silver, the DLQ table holds every
+// violation, and the marts process has built the gold marts. It is
+// inconclusive unless the zombie was fenced.
+func TestRolesOnKafka(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	brokerURL := "kafka://" + strings.Join(kc.ListenAddrs(), ",")
+	root := t.TempDir()
+	wh := filepath.Join(root, "warehouse")
+	cat, err := catalog.Open(context.Background(), filepath.Join(root, "rest-catalog.db"), catalog.Options{
+		Props: iceberg.Properties{"warehouse": wh}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := httptest.NewServer(restcatalog.New(cat, restcatalog.Options{}))
+	defer func() { rest.Close(); _ = cat.Close() }()
+
+	src := replay.New(replay.Config{Seed: 17, Rate: 300, Restamp: true, ResumeAfter: true})
+	url, err := src.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	src.Loops(replay.Generate(17, 400), 8)
+	src.Violations(10)
+
+	common := []string{"--broker", brokerURL, "--catalog", "rest+" + rest.URL, "--warehouse", wh,
+		"--http", "off", "--partitions", "4", "--trigger", "200ms", "--log-format", "text"}
+	procs := map[string]*roleProc{}
+	start := func(name, data string, extra ...string) *roleProc {
+		t.Helper()
+		p := startRole(t, root, name, append(append([]string{"run", "--data", filepath.Join(root, data)}, common...), extra...))
+		procs[name] = p
+		return p
+	}
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+			if t.Failed() {
+				t.Logf("%s log:\n%s", p.name, tail(p.log()))
+			}
+		}
+	}()
+	ing := start("ingest", "ingest", "--role", "ingest", "--source", url)
+	a := start("stream-a", "stream-a", "--role", "stream", "--max-offsets-per-trigger", "150")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	lake, err := table.Open(ctx, table.Config{Dir: filepath.Join(root, "verifier"), Catalog: "rest+" + rest.URL, Warehouse: wh, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lake.Close()
+	waitFor(t, 3*time.Minute, "stream-a's first bronze commit", func() bool {
+		_, ok, err := lake.LastCommitted(ctx, table.Bronze, "bronze")
+		return err == nil && ok
+	})
+	// a becomes a zombie; b replaces it.
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen, _, err := lake.LastCommitted(ctx, table.Bronze, "bronze")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := start("stream-b", "stream-b", "--role", "stream", "--max-offsets-per-trigger", "400")
+	start("marts", "marts", "--role", "marts", "--refresh", "2s")
+
+	// Ingest restarts on its own: SIGKILL it mid-stream, start it again.
+	time.Sleep(time.Second)
+	if src.Counts().Sent >= src.Counts().Events {
+		t.Fatal("inconclusive: the replay had sent everything before ingest was killed")
+	}
+	ing.kill()
+	start("ingest-2", "ingest", "--role", "ingest", "--source", url)
+
+	waitFor(t, 3*time.Minute, "the replacement to commit beyond the zombie", func() bool {
+		m, _, err := lake.LastCommitted(ctx, table.Bronze, "bronze")
+		return err == nil && m.Batch > frozen.Batch+1
+	})
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "the zombie to stop", a.exited)
+	if log := a.log(); !strings.Contains(log, "another writer committed") {
+		t.Fatalf("inconclusive: the zombie stopped, but was not fenced:\n%s", tail(log))
+	}
+	again := start("stream-a-again", "stream-a", "--role", "stream", "--max-offsets-per-trigger", "150")
+	waitFor(t, time.Minute, "the zombie restarted on its old checkpoint to stop", again.exited)
+	if log := again.log(); !strings.Contains(log, "another writer committed") && !strings.Contains(log, "checkpoint planned only up to") {
+		t.Fatalf("the zombie restarted on its old checkpoint did not refuse to run:\n%s", tail(log))
+	}
+	winner := b
+	log, err := kafka.Open(ctx, kafka.Config{Seeds: kc.ListenAddrs(), ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	counts := src.Counts()
+	exp := verify.Expect{Messages: counts.OnTime, Silver: counts.OnTimeEditNew, DLQ: counts.Violations}
+	var rep verify.Report
+	waitFor(t, 3*time.Minute, "every event verified", func() bool {
+		if winner.exited() {
+			t.Fatalf("%s exited too:\n%s", winner.name, tail(winner.log()))
+		}
+		rep, err = verify.Run(ctx, log, lake, exp, progress.Display{})
+		return err == nil
+	})
+	t.Logf("verified: %s", rep.CountsJSON())
+	if c := rep.Counts; c.DLQTable.Rows != counts.Violations || c.Bronze != c.BronzeDistinct {
+		t.Fatalf("DLQ table %d rows of %d violations; bronze %d rows, %d distinct", c.DLQTable.Rows, counts.Violations, c.Bronze, c.BronzeDistinct)
+	}
+	waitFor(t, 3*time.Minute, "the marts process to build the gold marts", func() bool {
+		for _, g := range marts.GoldTables {
+			if g == marts.EditorSessionsDaily {
+				continue // sessions close a gap plus the watermark after their last edit: not in this test
+			}
+			st, err := lake.Stats(ctx, g)
+			if err != nil || st.Records == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// roleProc is one appliance process of TestRolesOnKafka.
+type roleProc struct {
+	name, logPath string
+	cmd           *exec.Cmd
+	done          chan struct{}
+}
+
+func startRole(t *testing.T, root, name string, args []string) *roleProc {
+	t.Helper()
+	p := &roleProc{name: name, logPath: filepath.Join(root, name+".log"), done: make(chan struct{})}
+	f, err := os.Create(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = selfCommand(args...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); f.Close(); close(p.done) }()
+	return p
+}
+
+func (p *roleProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *roleProc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop asks the process to stop (SIGTERM), then kills it after 30 s.
+func (p *roleProc) stop() {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.kill()
+	}
+}
+
+func (p *roleProc) log() string {
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
+}
+
+// tail is the last lines of a log, for a failure message.
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+}
