@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"lakehouse/internal/syncbuf"
 	"lakehouse/table"
@@ -17,8 +20,14 @@ import (
 
 func openLake(t testing.TB, dir string) *table.Lake {
 	t.Helper()
+	return openLakeWith(t, table.Config{Dir: dir})
+}
+
+// openLakeWith opens the lake of cfg with its tables.
+func openLakeWith(t testing.TB, cfg table.Config) *table.Lake {
+	t.Helper()
 	ctx := context.Background()
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	lake, err := table.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +36,21 @@ func openLake(t testing.TB, dir string) *table.Lake {
 		t.Fatal(err)
 	}
 	return lake
+}
+
+// fakeS3 serves an in-memory S3 with the given buckets on 127.0.0.1 and
+// returns its endpoint.
+func fakeS3(t testing.TB, buckets ...string) string {
+	t.Helper()
+	mem := s3mem.New()
+	for _, b := range buckets {
+		if err := mem.CreateBucket(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(gofakes3.New(mem).Server())
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // bronzePairs reads every (partition, offset) of bronze with a fresh scan.

@@ -19,7 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"lakehouse/broker"
+	"lakehouse/broker/kafka"
 	"lakehouse/internal/fault"
 	"lakehouse/table"
 )
@@ -27,12 +30,52 @@ import (
 // Environment of the kill test's child process (the appliance: broker +
 // bronze in one process).
 const (
-	envChildDir  = "LAKEHOUSE_STREAM_KILL_DIR"  // data dir; set only in the child
-	envChildHook = "LAKEHOUSE_STREAM_KILL_HOOK" // hook to arm, "" for none
-	envChildSkip = "LAKEHOUSE_STREAM_KILL_SKIP" // hits to let pass
-	envChildMode = "LAKEHOUSE_STREAM_KILL_MODE" // "run" (until killed) or "drain"
-	envKillSoak  = "LAKEHOUSE_STREAM_SOAK"      // set: more random kills
+	envChildDir   = "LAKEHOUSE_STREAM_KILL_DIR"   // data dir; set only in the child
+	envChildHook  = "LAKEHOUSE_STREAM_KILL_HOOK"  // hook to arm, "" for none
+	envChildSkip  = "LAKEHOUSE_STREAM_KILL_SKIP"  // hits to let pass
+	envChildMode  = "LAKEHOUSE_STREAM_KILL_MODE"  // "run" (until killed) or "drain"
+	envKillSoak   = "LAKEHOUSE_STREAM_SOAK"       // set: more random kills
+	envChildKafka = "LAKEHOUSE_STREAM_KILL_KAFKA" // Kafka seed addresses, comma-separated; "": broker.db
+	envChildS3    = "LAKEHOUSE_STREAM_KILL_S3"    // S3 endpoint of the warehouse; "": local
 )
+
+// killStores is where a kill test's broker and warehouse are: broker.db and
+// a local warehouse in the data directory, or a Kafka cluster and an S3
+// bucket the parent serves on loopback.
+type killStores struct {
+	kafka []string // seeds; nil: broker.db
+	s3    string   // endpoint; "": local
+}
+
+func killStoresFromEnv() killStores {
+	var k killStores
+	if v := os.Getenv(envChildKafka); v != "" {
+		k.kafka = strings.Split(v, ",")
+	}
+	k.s3 = os.Getenv(envChildS3)
+	return k
+}
+
+func (k killStores) env() []string {
+	return []string{envChildKafka + "=" + strings.Join(k.kafka, ","), envChildS3 + "=" + k.s3}
+}
+
+// openLog opens the broker; the bronze child never appends.
+func (k killStores) openLog(ctx context.Context, dir string) (broker.Log, error) {
+	if k.kafka == nil {
+		return broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	}
+	return kafka.Open(ctx, kafka.Config{Seeds: k.kafka, NoAppend: true})
+}
+
+func (k killStores) lakeConfig(dir string) table.Config {
+	cfg := table.Config{Dir: dir}
+	if k.s3 != "" {
+		cfg.Warehouse = "s3://lake/warehouse"
+		cfg.S3 = table.S3Config{Endpoint: k.s3, Region: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test"}
+	}
+	return cfg
+}
 
 const (
 	killTotal      = 24_000
@@ -46,12 +89,13 @@ const (
 // running until killed or, in "drain" mode, until bronze holds the backlog.
 func bronzeKillChild(dir string) error {
 	ctx := context.Background()
-	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	stores := killStoresFromEnv()
+	db, err := stores.openLog(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	lake, err := table.Open(ctx, stores.lakeConfig(dir))
 	if err != nil {
 		return err
 	}
@@ -87,12 +131,12 @@ type child struct {
 	done   chan error
 }
 
-func startChild(t *testing.T, dir, mode, hook string, skip int) *child {
+func startChild(t *testing.T, stores killStores, dir, mode, hook string, skip int) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0]) // TestMain runs bronzeKillChild
 
-	cmd.Env = append(os.Environ(), envChildDir+"="+dir, envChildMode+"="+mode,
-		envChildHook+"="+hook, envChildSkip+"="+strconv.Itoa(skip))
+	cmd.Env = append(append(os.Environ(), envChildDir+"="+dir, envChildMode+"="+mode,
+		envChildHook+"="+hook, envChildSkip+"="+strconv.Itoa(skip)), stores.env()...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	cmd.Stdout = pw
@@ -173,9 +217,9 @@ type killState struct {
 	tableBatch int64 // bronze marker batch (-1: none)
 }
 
-func inspect(t *testing.T, dir string) killState {
+func inspect(t *testing.T, stores killStores, dir string) killState {
 	t.Helper()
-	lake := openLake(t, dir)
+	lake := openLakeWith(t, stores.lakeConfig(dir))
 	defer lake.Close()
 	s := killState{rows: len(bronzePairs(t, lake)), planned: -1, committed: -1, tableBatch: -1}
 	if m, ok, err := lake.LastCommitted(context.Background(), table.Bronze, BronzeQuery); err != nil {
@@ -202,16 +246,80 @@ func inspect(t *testing.T, dir string) killState {
 
 // TestBronzeKill runs broker + bronze as a child process over a backlog,
 // SIGKILLs it at random moments and at each fault hook of the batch
-// protocol, then drains and checks that every broker offset is in bronze
-// exactly once and every batch has exactly one progress row.
+// protocol, then drains and checks that every record the broker holds is
+// in bronze exactly once and every batch has exactly one progress row: on
+// broker.db and a local warehouse, and on a Kafka cluster (kfake, with
+// its transaction markers between the records) and an S3 warehouse
+// (gofakes3), both served by the test process and outliving every kill.
 func TestBronzeKill(t *testing.T) {
-	dir := t.TempDir()
-	db := openBroker(t, filepath.Join(dir, "broker.db"), killPartitions)
-	fill(t, db, killTotal, 1000)
-	ends := endOffsets(t, db)
-	if err := db.Close(); err != nil { // the child owns the broker file
+	t.Run("bbolt-local", func(t *testing.T) {
+		dir := t.TempDir()
+		db := openBroker(t, filepath.Join(dir, "broker.db"), killPartitions)
+		fill(t, db, killTotal, 1000)
+		held := heldPairs(t, db)
+		if err := db.Close(); err != nil { // the child owns the broker file
+			t.Fatal(err)
+		}
+		bronzeKill(t, killStores{}, dir, held)
+	})
+	t.Run("kafka-s3", func(t *testing.T) {
+		kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kc.Close()
+		stores := killStores{kafka: kc.ListenAddrs(), s3: fakeS3(t, "lake")}
+		log, err := kafka.Open(context.Background(), kafka.Config{Seeds: stores.kafka})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := log.CreateTopic(context.Background(), testTopic, killPartitions); err != nil {
+			t.Fatal(err)
+		}
+		fill(t, log, killTotal, 1000)
+		held := heldPairs(t, log)
+		log.Close()
+		var span int64
+		for _, o := range testPartitions(t, openKafkaReader(t, stores)) {
+			span += o.End - o.Start
+		}
+		if span <= killTotal {
+			t.Fatalf("inconclusive: Kafka's offsets span %d for %d records: none skipped", span, killTotal)
+		}
+		bronzeKill(t, stores, t.TempDir(), held)
+	})
+}
+
+// heldPairs is every (partition, offset) of the test topic that holds a
+// record, read from the log.
+func heldPairs(t *testing.T, log broker.Log) map[pair]bool {
+	t.Helper()
+	out := map[pair]bool{}
+	for _, o := range testPartitions(t, log) {
+		if err := broker.EachHeld(context.Background(), log, testTopic, o.Partition, o.Start, o.End,
+			func(off int64) { out[pair{o.Partition, off}] = true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(out) != killTotal {
+		t.Fatalf("the broker holds %d records, want %d", len(out), killTotal)
+	}
+	return out
+}
+
+func openKafkaReader(t *testing.T, stores killStores) broker.Log {
+	t.Helper()
+	l, err := kafka.Open(context.Background(), kafka.Config{Seeds: stores.kafka, ReadOnly: true})
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// bronzeKill is TestBronzeKill on one pair of stores; held is every record
+// the broker holds.
+func bronzeKill(t *testing.T, stores killStores, dir string, held map[pair]bool) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 
 	type round struct {
@@ -258,7 +366,7 @@ func TestBronzeKill(t *testing.T) {
 		if r.hook != "" {
 			skip = 1 + rng.IntN(2)
 		}
-		c := startChild(t, dir, "run", r.hook, skip)
+		c := startChild(t, stores, dir, "run", r.hook, skip)
 		if r.hook == "" {
 			// A random moment while batches are running.
 			select {
@@ -280,7 +388,7 @@ func TestBronzeKill(t *testing.T) {
 		if r.hook != "" && !strings.Contains(c.output(), fault.Marker(r.hook)) {
 			t.Fatalf("round %d: hook %s did not fire (inconclusive)\n%s", i, r.hook, tail(c.output()))
 		}
-		s := inspect(t, dir)
+		s := inspect(t, stores, dir)
 		t.Logf("round %d (%s, skip %d): %d of %d rows committed, planned %d, commit entry %d, table batch %d",
 			i, name, skip, s.rows, killTotal, s.planned, s.committed, s.tableBatch)
 		if s.rows <= 0 || s.rows >= killTotal {
@@ -298,21 +406,27 @@ func TestBronzeKill(t *testing.T) {
 		}
 	}
 
-	c := startChild(t, dir, "drain", "", 0)
+	c := startChild(t, stores, dir, "drain", "", 0)
 	if err := c.wait(t, 180*time.Second); err != nil {
 		t.Fatalf("drain: %v\n%s", err, tail(c.output()))
 	}
-	lake := openLake(t, dir)
+	lake := openLakeWith(t, stores.lakeConfig(dir))
 	defer lake.Close()
-	checkExactlyOnce(t, bronzePairs(t, lake), ends, false)
-	var sum int64
-	for _, e := range ends {
-		sum += e
+	seen := map[pair]int{}
+	for _, p := range bronzePairs(t, lake) {
+		seen[p]++
 	}
-	if sum != killTotal {
-		t.Errorf("broker end offsets summed: got %d, want %d", sum, killTotal)
+	for p, n := range seen {
+		if !held[p] {
+			t.Errorf("bronze holds %v, a record the broker does not", p)
+		} else if n != 1 {
+			t.Errorf("bronze holds %v %d times", p, n)
+		}
 	}
-	s := inspect(t, dir)
+	if len(seen) != len(held) {
+		t.Errorf("bronze holds %d distinct records of the broker's %d", len(seen), len(held))
+	}
+	s := inspect(t, stores, dir)
 	rows, _ := progressRows(t, lake, BronzeQuery)
 	for b := int64(0); b <= s.committed; b++ {
 		if rows[b] != 1 {
