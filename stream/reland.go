@@ -20,7 +20,8 @@ import (
 // Nothing was changed.
 var ErrCannotReland = errors.New("cannot re-land missing bronze rows")
 
-// OffsetRun is a run of consecutive offsets [From, To) of one partition.
+// OffsetRun is a run of consecutive offsets [From, To) of one partition
+// (on a sparse log, such as Kafka, some of them may hold no record).
 type OffsetRun struct {
 	Partition int
 	From, To  int64
@@ -103,12 +104,6 @@ func PlanReland(ctx context.Context, log broker.Log, lake *table.Lake) (Reland, 
 	for _, c := range cands {
 		r.Runs = append(r.Runs, c.absent()...)
 	}
-	for _, run := range r.Runs {
-		r.Rows += run.To - run.From
-	}
-	if want := check.MissingRows(); r.Rows != want {
-		return r, fmt.Errorf("%w: the missing files held %d rows, but %d offsets below bronze's marker are in no present file", ErrCannotReland, want, r.Rows)
-	}
 	offs, err := log.Offsets(ctx, BronzeTopic)
 	if err != nil {
 		return r, err
@@ -117,6 +112,16 @@ func PlanReland(ctx context.Context, log broker.Log, lake *table.Lake) (Reland, 
 		if run.Partition >= len(offs) || run.From < offs[run.Partition].Start || run.To > offs[run.Partition].End {
 			return r, fmt.Errorf("%w: the broker no longer holds %s/%d offsets [%d, %d) (retention trimmed it)", ErrCannotReland, BronzeTopic, run.Partition, run.From, run.To)
 		}
+		// The records of the run: on Kafka some offsets hold none (a
+		// transaction's marker), and no file ever held them.
+		n, err := broker.CountHeld(ctx, log, BronzeTopic, run.Partition, run.From, run.To)
+		if err != nil {
+			return r, err
+		}
+		r.Rows += n
+	}
+	if want := check.MissingRows(); r.Rows != want {
+		return r, fmt.Errorf("%w: the missing files held %d rows, but %d records below bronze's marker are in no present file", ErrCannotReland, want, r.Rows)
 	}
 	return r, nil
 }
