@@ -51,6 +51,14 @@ func TestBadFlagsRefusedBeforeDataDir(t *testing.T) {
 		{"run", []string{"--source", "http://"}, "--source"},
 		{"run", []string{"--since", "yesterday"}, "--since"},
 		{"run", []string{"--checkpoint-loss", "maybe"}, "--checkpoint-loss"},
+		{"run", []string{"--broker", "http://127.0.0.1:9092"}, "--broker"},
+		{"run", []string{"--broker", "kafka://"}, "--broker"},
+		{"run", []string{"--role", "everything"}, "--role"},
+		{"run", []string{"--role", "ingest"}, "--role"},                                                       // on broker.db
+		{"run", []string{"--role", "stream", "--broker", "kafka://127.0.0.1:9092"}, "--role"},                 // no REST catalog
+		{"run", []string{"--role", "marts", "--broker", "kafka://127.0.0.1:9092", "--catalog", ""}, "--role"}, // no REST catalog
+		{"prove", []string{"--broker", "rabbit"}, "--broker"},
+		{"prove", []string{"--warehouse", "gcs"}, "--warehouse"},
 		{"demo", []string{"--events", "-5"}, "--events"},
 		{"demo", []string{"--events", "0"}, "--events"},
 		{"demo", []string{"--loops", "0"}, "--loops"},
