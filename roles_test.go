@@ -32,10 +32,11 @@ import (
 // over from the tables' markers; when the zombie wakes (SIGCONT) its next
 // commit is fenced ("another writer committed") and it stops, and started
 // again on its old checkpoint it refuses to run. The ingest process is
-// SIGKILLed mid-stream and restarted on its own. At the end every event is
-// in bronze exactly once and in silver, the DLQ table holds every
-// violation, and the marts process has built the gold marts. It is
-// inconclusive unless the zombie was fenced.
+// SIGKILLed mid-stream and restarted on its own, then frozen and replaced:
+// woken, it is fenced by its replacement's producer and stops. At the end
+// every event is in bronze exactly once and in silver, the DLQ table holds
+// every violation, and the marts process has built the gold marts. It is
+// inconclusive unless the zombies were fenced.
 func TestRolesOnKafka(t *testing.T) {
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -59,7 +60,7 @@ func TestRolesOnKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	src.Loops(replay.Generate(17, 400), 8)
+	src.Loops(replay.Generate(17, 400), 16)
 	src.Violations(10)
 
 	common := []string{"--broker", brokerURL, "--catalog", "rest+" + rest.URL, "--warehouse", wh,
@@ -110,7 +111,7 @@ func TestRolesOnKafka(t *testing.T) {
 		t.Fatal("inconclusive: the replay had sent everything before ingest was killed")
 	}
 	ing.kill()
-	start("ingest-2", "ingest", "--role", "ingest", "--source", url)
+	ing2 := start("ingest-2", "ingest", "--role", "ingest", "--source", url)
 
 	waitFor(t, 3*time.Minute, "the replacement to commit beyond the zombie", func() bool {
 		m, _, err := lake.LastCommitted(ctx, table.Bronze, "bronze")
@@ -129,6 +130,25 @@ func TestRolesOnKafka(t *testing.T) {
 		t.Fatalf("the zombie restarted on its old checkpoint did not refuse to run:\n%s", tail(log))
 	}
 	winner := b
+
+	// An ingest zombie: ingest-2 frozen, ingest-3 started in its place
+	// (its producer fences ingest-2's and aborts its open transaction);
+	// woken, ingest-2 fails its next append and stops.
+	if err := ing2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ing3 := start("ingest-3", "ingest", "--role", "ingest", "--source", url)
+	waitFor(t, time.Minute, "ingest-3 to start", func() bool { return strings.Contains(ing3.log(), "ingest: starting") })
+	if src.Counts().Sent >= src.Counts().Events {
+		t.Fatal("inconclusive: the replay had sent everything before the ingest zombie woke")
+	}
+	if err := ing2.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the ingest zombie to stop", ing2.exited)
+	if log := ing2.log(); !strings.Contains(log, "fenced") {
+		t.Fatalf("the ingest zombie stopped, but not fenced:\n%s", tail(log))
+	}
 	log, err := kafka.Open(ctx, kafka.Config{Seeds: kc.ListenAddrs(), ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
