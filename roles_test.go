@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,6 +168,20 @@ func TestRolesOnKafka(t *testing.T) {
 	t.Logf("verified: %s", rep.CountsJSON())
 	if c := rep.Counts; c.DLQTable.Rows != counts.Violations || c.Bronze != c.BronzeDistinct {
 		t.Fatalf("DLQ table %d rows of %d violations; bronze %d rows, %d distinct", c.DLQTable.Rows, counts.Violations, c.Bronze, c.BronzeDistinct)
+	}
+	// The commands read Kafka and the REST catalog too (read-only: they
+	// fence nobody while the processes run).
+	cli := []string{"--data", filepath.Join(root, "cli"), "--broker", brokerURL, "--catalog", "rest+" + rest.URL}
+	out, err := selfCommand(append(append([]string{"verify"}, cli...), "--warehouse", wh, "--expect-drained",
+		"--expect-messages", strconv.FormatInt(exp.Messages, 10), "--expect-silver", strconv.FormatInt(exp.Silver, 10))...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok   bronze-offsets") {
+		t.Fatalf("verify --broker kafka://...: %v\n%s", err, out)
+	}
+	if out, err := selfCommand(append([]string{"topics"}, cli...)...).CombinedOutput(); err != nil || !strings.Contains(string(out), "recentchange") {
+		t.Fatalf("topics --broker kafka://...: %v\n%s", err, out)
+	}
+	if winner.exited() {
+		t.Fatalf("%s exited after the commands ran:\n%s", winner.name, tail(winner.log()))
 	}
 	waitFor(t, 3*time.Minute, "the marts process to build the gold marts", func() bool {
 		for _, g := range marts.GoldTables {
