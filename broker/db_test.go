@@ -85,14 +85,7 @@ func TestOpenRefusesForeignFiles(t *testing.T) {
 
 func TestRetention(t *testing.T) {
 	ctx := context.Background()
-	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.CreateTopic(ctx, "t", 2); err != nil {
-		t.Fatal(err)
-	}
+	db := openTopic(t, "t", 2)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 100; i++ {
 		_, err := db.Append(ctx, broker.Batch{Records: []broker.Record{

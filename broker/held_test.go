@@ -15,14 +15,7 @@ import (
 // found by reading; trimmed offsets are skipped either way.
 func TestEachHeld(t *testing.T) {
 	ctx := context.Background()
-	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.CreateTopic(ctx, "t", 2); err != nil {
-		t.Fatal(err)
-	}
+	db := openTopic(t, "t", 2)
 	var recs []broker.Record
 	for i := range 10 {
 		recs = append(recs, broker.Record{Topic: "t", Partition: 1, Value: []byte{byte(i)}})
@@ -68,14 +61,7 @@ func TestEachHeld(t *testing.T) {
 // sparse log by reading only what was appended since its last count.
 func TestHeldCounter(t *testing.T) {
 	ctx := context.Background()
-	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.CreateTopic(ctx, "t", 2); err != nil {
-		t.Fatal(err)
-	}
+	db := openTopic(t, "t", 2)
 	sparse := brokertest.Sparse(db)
 	c := &broker.HeldCounter{Log: sparse}
 	appendN := func(n int) {
@@ -129,4 +115,19 @@ func TestSparseWrapperContract(t *testing.T) {
 		}
 		return brokertest.Sparse(db)
 	})
+}
+
+// openTopic opens a fresh broker with topic of n partitions, closed when
+// the test ends.
+func openTopic(t *testing.T, topic string, n int) *broker.DB {
+	t.Helper()
+	db, err := broker.Open(filepath.Join(t.TempDir(), "broker.db"), broker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.CreateTopic(context.Background(), topic, n); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

@@ -15,15 +15,7 @@ import (
 // at the edge, a duplicate of an offset it had already counted, and rows
 // beyond the broker's end, by counting every row again.
 func TestBronzeOffsetsCheckIncremental(t *testing.T) {
-	ctx := context.Background()
-	at := t0
-	rows := func(offs ...int64) []row {
-		var out []row
-		for _, o := range offs {
-			out = append(out, bronzeRow(0, o, "edit", at.Add(time.Duration(o)*time.Second)))
-		}
-		return out
-	}
+	rows := func(offs ...int64) []row { return offsetRows(offs) }
 	span := func(from, to int64) []int64 {
 		var out []int64
 		for o := from; o < to; o++ {
@@ -46,17 +38,7 @@ func TestBronzeOffsetsCheckIncremental(t *testing.T) {
 			lake := openTestLake(t, t.TempDir())
 			log := fakeLog{offsets: []broker.PartitionOffsets{{Partition: 0, Start: 0, End: 100}}}
 			m := New(lake, log, Config{Logger: quietLogger()})
-			check := func() Check {
-				t.Helper()
-				cs, _ := m.Check(ctx)
-				for _, c := range cs {
-					if c.Name == CheckBronzeOffsets {
-						return c
-					}
-				}
-				t.Fatalf("no %s among %v", CheckBronzeOffsets, cs)
-				return Check{}
-			}
+			check := func() Check { t.Helper(); return offsetsCheck(t, m) }
 			commit(t, lake, table.Bronze, "bronze", 0, table.BronzeSchema, rows(span(0, 100)...))
 			if c := check(); !c.Passed || !strings.Contains(c.Message, "every row counted") {
 				t.Fatalf("first check: %s; want a pass counting every row", c)
@@ -139,4 +121,27 @@ func TestAttachBronzePrunesOldFiles(t *testing.T) {
 	if got := viewFiles(); got != len(all.Paths) {
 		t.Errorf("for a full count the view names %d files, want all %d", got, len(all.Paths))
 	}
+}
+
+// offsetRows are bronze edit rows of partition 0 at offs, each offset's
+// event time t0 plus that many seconds.
+func offsetRows(offs []int64) []row {
+	var out []row
+	for _, o := range offs {
+		out = append(out, bronzeRow(0, o, "edit", t0.Add(time.Duration(o)*time.Second)))
+	}
+	return out
+}
+
+// offsetsCheck runs m's checks and returns the bronze offsets check.
+func offsetsCheck(t *testing.T, m *Marts) Check {
+	t.Helper()
+	cs, _ := m.Check(context.Background())
+	for _, c := range cs {
+		if c.Name == CheckBronzeOffsets {
+			return c
+		}
+	}
+	t.Fatalf("no %s among %v", CheckBronzeOffsets, cs)
+	return Check{}
 }

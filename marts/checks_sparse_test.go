@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"lakehouse/broker"
 	"lakehouse/broker/brokertest"
@@ -44,26 +43,10 @@ func TestBronzeOffsetsCheckSparse(t *testing.T) {
 		}
 		return out
 	}
-	rows := func(offs []int64) []row {
-		var out []row
-		for _, o := range offs {
-			out = append(out, bronzeRow(0, o, "edit", t0.Add(time.Duration(o)*time.Second)))
-		}
-		return out
-	}
+	rows := offsetRows
 	lake := openTestLake(t, t.TempDir())
 	m := New(lake, log, Config{Logger: quietLogger()})
-	check := func() Check {
-		t.Helper()
-		cs, _ := m.Check(ctx)
-		for _, c := range cs {
-			if c.Name == CheckBronzeOffsets {
-				return c
-			}
-		}
-		t.Fatalf("no %s among %v", CheckBronzeOffsets, cs)
-		return Check{}
-	}
+	check := func() Check { t.Helper(); return offsetsCheck(t, m) }
 	commit(t, lake, table.Bronze, "bronze", 0, table.BronzeSchema, rows(publish(100)))
 	if c := check(); !c.Passed || !strings.Contains(c.Message, "every row counted") || c.Numbers["broker_messages"] != 100 || c.Numbers["lag"] != 0 {
 		t.Fatalf("first check: %s %v; want a pass counting every row, 100 broker messages, no lag", c, c.Numbers)

@@ -2,11 +2,9 @@ package stream
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"lakehouse/broker/brokertest"
 	"lakehouse/table"
 )
 
@@ -16,20 +14,7 @@ import (
 // rows the file lost, and afterwards bronze holds every record once.
 func TestRelandSparseOffsets(t *testing.T) {
 	ctx := ctxT(t, 2*time.Minute)
-	dir := t.TempDir()
-	db := openBroker(t, filepath.Join(dir, "broker.db"), 4)
-	defer db.Close()
-	fill(t, db, 3000, 1000)
-	log := brokertest.Sparse(db)
-	lake := openLake(t, dir)
-	defer lake.Close()
-	q, err := NewBronze(log, lake, Config{DataDir: dir, MaxOffsetsPerTrigger: 700, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, log, lake := drainSparse(ctx, t)
 	files, err := lake.DataFiles(ctx, table.Bronze)
 	if err != nil || len(files.Paths) < 2 {
 		t.Fatalf("bronze files: %v %v; want 2 or more", files.Paths, err)

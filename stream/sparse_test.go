@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -93,21 +94,8 @@ func TestBrokerSourceSparseOffsets(t *testing.T) {
 // TestBronzeDrainSparseOffsets: bronze over a sparse log holds every
 // record's own offset exactly once, and its marker ends at the log's End.
 func TestBronzeDrainSparseOffsets(t *testing.T) {
-	dir := t.TempDir()
-	db := openBroker(t, filepath.Join(dir, "broker.db"), 4)
-	defer db.Close()
-	fill(t, db, 3000, 1000)
-	log := brokertest.Sparse(db)
-	lake := openLake(t, dir)
-	defer lake.Close()
-	q, err := NewBronze(log, lake, Config{DataDir: dir, MaxOffsetsPerTrigger: 700, Logger: quietLogger(), ProgressEvery: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := ctxT(t, 120*time.Second)
-	if err := q.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, log, lake := drainSparse(ctx, t)
 	seen := map[pair]int{}
 	for _, p := range bronzePairs(t, lake) {
 		seen[p]++
@@ -132,4 +120,27 @@ func TestBronzeDrainSparseOffsets(t *testing.T) {
 	if want := PartitionOffsets(endOffsets(t, log)).Offset(); Offset(m.Offsets) != want {
 		t.Errorf("marker: got %s, want %s", m.Offsets, want)
 	}
+}
+
+// drainSparse drains 3,000 records over 4 partitions, through
+// brokertest.Sparse, into bronze in batches of at most 700 offsets, and
+// returns the dense log under the wrapper, the wrapper and the lake (both
+// closed when the test ends).
+func drainSparse(ctx context.Context, t *testing.T) (*broker.DB, broker.Log, *table.Lake) {
+	t.Helper()
+	dir := t.TempDir()
+	db := openBroker(t, filepath.Join(dir, "broker.db"), 4)
+	t.Cleanup(func() { db.Close() })
+	fill(t, db, 3000, 1000)
+	log := brokertest.Sparse(db)
+	lake := openLake(t, dir)
+	t.Cleanup(func() { lake.Close() })
+	q, err := NewBronze(log, lake, Config{DataDir: dir, MaxOffsetsPerTrigger: 700, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db, log, lake
 }

@@ -154,22 +154,12 @@ func testDenseOffsets(t *testing.T, open Opener) {
 		return
 	}
 	next := make([]int64, 3)
-	for b := 0; b < 20; b++ {
-		var recs []broker.Record
-		for i := 0; i <= b%7; i++ {
-			recs = append(recs, broker.Record{Topic: "t", Partition: (b + i) % 3, Value: []byte(fmt.Sprint(b, i))})
+	appendSpread(t, l, func(b, i int, rec broker.Record, p broker.Position) {
+		if p.Partition != rec.Partition || p.Offset != next[p.Partition] {
+			t.Fatalf("batch %d record %d: got %+v, want partition %d offset %d", b, i, p, rec.Partition, next[p.Partition])
 		}
-		pos, err := l.Append(ctx, broker.Batch{Records: recs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, p := range pos {
-			if p.Partition != recs[i].Partition || p.Offset != next[p.Partition] {
-				t.Fatalf("batch %d record %d: got %+v, want partition %d offset %d", b, i, p, recs[i].Partition, next[p.Partition])
-			}
-			next[p.Partition]++
-		}
-	}
+		next[p.Partition]++
+	})
 	offs, err := l.Offsets(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
@@ -181,13 +171,12 @@ func testDenseOffsets(t *testing.T, open Opener) {
 	}
 }
 
-// checkSparseOffsets is testDenseOffsets for a sparse Log: offsets
-// strictly increase per partition, End passes the last offset returned,
-// and reading returns every record appended, in order.
-func checkSparseOffsets(t *testing.T, l broker.Log) {
+// appendSpread appends 20 batches of 1 to 7 records spread over the 3
+// partitions of topic "t" and calls check with each record (record i of
+// batch b) and the position Append returned for it.
+func appendSpread(t *testing.T, l broker.Log, check func(b, i int, rec broker.Record, p broker.Position)) {
+	t.Helper()
 	ctx := ctxT(t)
-	var want [3][]string
-	last := []int64{-1, -1, -1}
 	for b := 0; b < 20; b++ {
 		var recs []broker.Record
 		for i := 0; i <= b%7; i++ {
@@ -198,13 +187,25 @@ func checkSparseOffsets(t *testing.T, l broker.Log) {
 			t.Fatal(err)
 		}
 		for i, p := range pos {
-			if p.Partition != recs[i].Partition || p.Offset <= last[p.Partition] {
-				t.Fatalf("batch %d record %d: got %+v, want partition %d offset above %d", b, i, p, recs[i].Partition, last[p.Partition])
-			}
-			last[p.Partition] = p.Offset
-			want[p.Partition] = append(want[p.Partition], string(recs[i].Value))
+			check(b, i, recs[i], p)
 		}
 	}
+}
+
+// checkSparseOffsets is testDenseOffsets for a sparse Log: offsets
+// strictly increase per partition, End passes the last offset returned,
+// and reading returns every record appended, in order.
+func checkSparseOffsets(t *testing.T, l broker.Log) {
+	ctx := ctxT(t)
+	var want [3][]string
+	last := []int64{-1, -1, -1}
+	appendSpread(t, l, func(b, i int, rec broker.Record, p broker.Position) {
+		if p.Partition != rec.Partition || p.Offset <= last[p.Partition] {
+			t.Fatalf("batch %d record %d: got %+v, want partition %d offset above %d", b, i, p, rec.Partition, last[p.Partition])
+		}
+		last[p.Partition] = p.Offset
+		want[p.Partition] = append(want[p.Partition], string(rec.Value))
+	})
 	offs, err := l.Offsets(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
