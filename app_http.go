@@ -199,14 +199,16 @@ func (p *pipeline) notifyReady(ctx context.Context) {
 	defer t.Stop()
 	for {
 		p.mu.Lock()
-		ready := len(p.queries) > 0
+		// A process without the stream role (--role ingest or marts) has
+		// no query to recover: it is ready once its components started.
+		ready := len(p.queries) > 0 || !p.flags.runs(roleStream)
 		for _, q := range p.queries {
 			ready = ready && q.QueryID() != ""
 		}
 		p.mu.Unlock()
 		if ready {
 			p.notify.ready()
-			p.log.Info("appliance started: every query recovered its position")
+			p.log.Info("appliance started: every query recovered its position", "role", p.flags.roleName())
 			return
 		}
 		select {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -183,6 +185,13 @@ func TestRolesOnKafka(t *testing.T) {
 	if winner.exited() {
 		t.Fatalf("%s exited after the commands ran:\n%s", winner.name, tail(winner.log()))
 	}
+	// Under systemd (Type=notify) every role reports READY=1 and feeds
+	// the watchdog, the roles without queries too.
+	for _, p := range []*roleProc{ing3, winner, procs["marts"]} {
+		waitFor(t, time.Minute, p.name+" to notify READY=1 and WATCHDOG=1", func() bool {
+			return p.notified("READY=1") && p.notified("WATCHDOG=1")
+		})
+	}
 	waitFor(t, 3*time.Minute, "the marts process to build the gold marts", func() bool {
 		for _, g := range marts.GoldTables {
 			if g == marts.EditorSessionsDaily {
@@ -197,11 +206,14 @@ func TestRolesOnKafka(t *testing.T) {
 	})
 }
 
-// roleProc is one appliance process of TestRolesOnKafka.
+// roleProc is one appliance process of TestRolesOnKafka, with the
+// messages it sent to its systemd notify socket.
 type roleProc struct {
 	name, logPath string
 	cmd           *exec.Cmd
 	done          chan struct{}
+	mu            sync.Mutex
+	notes         []string
 }
 
 func startRole(t *testing.T, root, name string, args []string) *roleProc {
@@ -211,13 +223,45 @@ func startRole(t *testing.T, root, name string, args []string) *roleProc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sock := filepath.Join(root, name+".sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.notes = append(p.notes, string(buf[:n]))
+			p.mu.Unlock()
+		}
+	}()
 	p.cmd = selfCommand(args...)
+	p.cmd.Env = append(p.cmd.Env, "NOTIFY_SOCKET="+sock)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = p.cmd.Wait(); f.Close(); close(p.done) }()
 	return p
+}
+
+// notified reports whether the process sent msg (READY=1, WATCHDOG=1) to
+// its notify socket.
+func (p *roleProc) notified(msg string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range p.notes {
+		if strings.Contains(n, msg) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *roleProc) exited() bool {
