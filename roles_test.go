@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
 	"os"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
