@@ -339,7 +339,7 @@ func soakSource(cfg SoakConfig) (*replay.Server, string, *replay.Feed, error) {
 func soakVerify(ctx context.Context, cfg SoakConfig, res SoakResult) (SoakResult, error) {
 	res.Expect = Expect{Messages: res.Replay.OnTime, Silver: res.Replay.OnTimeEditNew, DLQ: res.Replay.Violations}
 	var err error
-	res.Report, err = verifyDir(ctx, table.Config{Dir: cfg.DataDir}, "", res.Expect, cfg.Progress)
+	res.Report, err = verifyDir(ctx, table.Config{Dir: cfg.DataDir}, argValue(cfg.ExtraArgs, "broker"), res.Expect, cfg.Progress)
 	res.Verified = err == nil || errors.Is(err, ErrFailed)
 	if err != nil && !res.Verified {
 		err = fmt.Errorf("verify: %w", err)
@@ -430,4 +430,20 @@ func compareTables(a, b string) int {
 		return 1
 	}
 	return strings.Compare(a, b)
+}
+
+// argValue is the value of --name (or -name) in args, as `--name v` or
+// `--name=v`, or "" (the appliance's broker when ExtraArgs name one).
+func argValue(args []string, name string) string {
+	for i, a := range args {
+		for _, p := range []string{"--" + name, "-" + name} {
+			if a == p && i+1 < len(args) {
+				return args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, p+"="); ok {
+				return v
+			}
+		}
+	}
+	return ""
 }

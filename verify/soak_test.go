@@ -249,3 +249,22 @@ func TestQuerySummaries(t *testing.T) {
 		t.Errorf("no samples: want nil")
 	}
 }
+
+// TestArgValue: the soak's verifier finds the broker the appliance was
+// given in its extra arguments, in each way the flag package accepts it.
+func TestArgValue(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--broker", "kafka://a:1"}, "kafka://a:1"},
+		{[]string{"--retention", "1h", "-broker=kafka://b:2"}, "kafka://b:2"},
+		{[]string{"--broker"}, ""},
+		{[]string{"--brokers", "x"}, ""},
+	} {
+		if got := argValue(tc.args, "broker"); got != tc.want {
+			t.Errorf("argValue(%q): got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
