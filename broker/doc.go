@@ -24,6 +24,9 @@
 // of its group commit.
 //
 // The Log interface is what the stream engine consumes; *DB is the bbolt
-// implementation, and package brokertest holds the contract suite any other
-// implementation (for example a Kafka adapter) must pass.
+// implementation, package kafka the Kafka one, and package brokertest holds
+// the contract suite every implementation passes. Kafka's offsets skip (a
+// transaction's marker takes one): such a Log implements Sparse, and
+// EachHeld, CountHeld and HeldCounter count the records a range holds
+// instead of its offsets, on either kind.
 package broker
