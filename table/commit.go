@@ -254,11 +254,8 @@ func batchEnd(tbl *icetable.Table, m Marker, id int64) (string, bool) {
 	if m.Batch == id {
 		return m.Offsets, true
 	}
-	want := strconv.FormatInt(id, 10)
-	for _, s := range mainAncestry(tbl) {
-		if s.Summary != nil && s.Summary.Properties[SummaryQuery] == m.Query && s.Summary.Properties[SummaryBatchID] == want {
-			return s.Summary.Properties[SummaryOffsets], true
-		}
+	if s := batchCommit(tbl, m.Query, id); s != nil {
+		return s.Summary.Properties[SummaryOffsets], true
 	}
 	return "", false
 }
@@ -302,13 +299,22 @@ func commitFiles(ctx context.Context, tbl *icetable.Table, b Batch, files []iceb
 // batchSnapshot finds the snapshot that committed (query, batch) on main, or
 // 0 if it has been expired.
 func batchSnapshot(tbl *icetable.Table, query string, batch int64) int64 {
+	if s := batchCommit(tbl, query, batch); s != nil {
+		return s.SnapshotID
+	}
+	return 0
+}
+
+// batchCommit is the snapshot on main that committed (query, batch), or
+// nil if it has been expired (or the batch was empty).
+func batchCommit(tbl *icetable.Table, query string, batch int64) *icetable.Snapshot {
 	id := strconv.FormatInt(batch, 10)
 	for _, s := range mainAncestry(tbl) {
 		if s.Summary != nil && s.Summary.Properties[SummaryQuery] == query && s.Summary.Properties[SummaryBatchID] == id {
-			return s.SnapshotID
+			return &s
 		}
 	}
-	return 0
+	return nil
 }
 
 // markerProps are the batch's own summary properties (b.Props, prefixed),
