@@ -40,7 +40,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, t := range topics {
 		var all int64
 		for _, p := range t.Partitions {
-			n, err := broker.CountHeld(ctx, db, t.Name, p.Partition, p.Start, p.End)
+			n, err := broker.CountHeld(ctx, db, t.Name, p, p.Start, p.End)
 			if err != nil {
 				return err
 			}

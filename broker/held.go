@@ -9,20 +9,14 @@ import (
 // heldChunk is how many records EachHeld asks Read for at a time.
 const heldChunk = 10_000
 
-// EachHeld calls fn with the offset of every record partition p of topic
-// holds in from..to-1, in order. On a dense Log that is every offset of
-// the range the partition still has; on a sparse one (Kafka) it reads the
-// records to find them. Offsets below the partition's Start (trimmed by
-// retention) are skipped, not an error.
-func EachHeld(ctx context.Context, l Log, topic string, p int, from, to int64, fn func(off int64)) error {
-	if from >= to {
-		return nil
-	}
-	offs, err := partitionOffsets(ctx, l, topic, p)
-	if err != nil {
-		return err
-	}
-	from, to = max(from, offs.Start), min(to, offs.End)
+// EachHeld calls fn with the offset of every record partition po of
+// topic holds in from..to-1, in order, within po (the partition's offsets
+// as Offsets reported them). On a dense Log that is every offset of the
+// range within po's Start..End-1; on a sparse one (Kafka) it reads the
+// records to find them. Offsets below Start (trimmed by retention) are
+// skipped, not an error.
+func EachHeld(ctx context.Context, l Log, topic string, po PartitionOffsets, from, to int64, fn func(off int64)) error {
+	from, to = max(from, po.Start), min(to, po.End)
 	if !IsSparse(l) {
 		for off := from; off < to; off++ {
 			fn(off)
@@ -30,9 +24,9 @@ func EachHeld(ctx context.Context, l Log, topic string, p int, from, to int64, f
 		return nil
 	}
 	for off := from; off < to; {
-		msgs, err := l.Read(ctx, topic, p, off, heldChunk)
+		msgs, err := l.Read(ctx, topic, po.Partition, off, heldChunk)
 		if err != nil {
-			return fmt.Errorf("read %s/%d at %d: %w", topic, p, off, err)
+			return fmt.Errorf("read %s/%d at %d: %w", topic, po.Partition, off, err)
 		}
 		if len(msgs) == 0 {
 			return nil // nothing readable before End
@@ -48,36 +42,16 @@ func EachHeld(ctx context.Context, l Log, topic string, p int, from, to int64, f
 	return nil
 }
 
-// CountHeld returns how many records partition p of topic holds in
+// CountHeld returns how many records partition po of topic holds in
 // from..to-1 (see EachHeld): arithmetic on a dense Log, a read on a sparse
 // one.
-func CountHeld(ctx context.Context, l Log, topic string, p int, from, to int64) (int64, error) {
-	if from >= to {
-		return 0, nil
-	}
+func CountHeld(ctx context.Context, l Log, topic string, po PartitionOffsets, from, to int64) (int64, error) {
 	if !IsSparse(l) {
-		offs, err := partitionOffsets(ctx, l, topic, p)
-		if err != nil {
-			return 0, err
-		}
-		return max(0, min(to, offs.End)-max(from, offs.Start)), nil
+		return max(0, min(to, po.End)-max(from, po.Start)), nil
 	}
 	var n int64
-	err := EachHeld(ctx, l, topic, p, from, to, func(int64) { n++ })
+	err := EachHeld(ctx, l, topic, po, from, to, func(int64) { n++ })
 	return n, err
-}
-
-func partitionOffsets(ctx context.Context, l Log, topic string, p int) (PartitionOffsets, error) {
-	parts, err := l.Offsets(ctx, topic)
-	if err != nil {
-		return PartitionOffsets{}, fmt.Errorf("offsets of %s: %w", topic, err)
-	}
-	for _, po := range parts {
-		if po.Partition == p {
-			return po, nil
-		}
-	}
-	return PartitionOffsets{}, fmt.Errorf("%s/%d: %w", topic, p, ErrBadPartition)
 }
 
 // HeldCounter counts the records each topic of a Log holds, as TopicInfo's
@@ -113,7 +87,7 @@ func (c *HeldCounter) Count(ctx context.Context, t TopicInfo) (int64, error) {
 		if m.start != po.Start || m.upTo < po.Start || m.upTo > po.End {
 			m = heldMark{start: po.Start, upTo: po.Start}
 		}
-		n, err := CountHeld(ctx, c.Log, t.Name, po.Partition, m.upTo, po.End)
+		n, err := CountHeld(ctx, c.Log, t.Name, po, m.upTo, po.End)
 		if err != nil {
 			return 0, err
 		}

@@ -86,7 +86,8 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 	for _, p := range parts {
 		inBroker[p.Partition] = p
 	}
-	bronze, how, err := bronzeOffsetStats(ctx, d, prev, func() error { return m.attachAllBronze(ctx, d) }, m.heldIn)
+	heldIn := m.heldIn(inBroker)
+	bronze, how, err := bronzeOffsetStats(ctx, d, prev, func() error { return m.attachAllBronze(ctx, d) }, heldIn)
 	if err != nil {
 		return Check{}, err
 	}
@@ -97,7 +98,7 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 	for _, p := range parts {
 		s, ok := bronze[p.Partition]
 		if !ok {
-			n, err := m.heldIn(ctx, p.Partition, p.Start, p.End)
+			n, err := heldIn(ctx, p.Partition, p.Start, p.End)
 			if err != nil {
 				return Check{}, err
 			}
@@ -111,7 +112,7 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 			problems = append(problems, fmt.Sprintf("p%d: %d duplicate offsets", p.Partition, n))
 		}
 		hole := s.held - s.distinct
-		skipped, err := m.heldIn(ctx, p.Partition, p.Start, s.min) // records the broker still has but bronze skipped
+		skipped, err := heldIn(ctx, p.Partition, p.Start, s.min) // records the broker still has but bronze skipped
 		if err != nil {
 			return Check{}, err
 		}
@@ -124,7 +125,7 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 			beyond += s.max - p.End + 1
 			problems = append(problems, fmt.Sprintf("p%d: offsets up to %d beyond broker end %d", p.Partition, s.max, p.End))
 		}
-		behind, err := m.heldIn(ctx, p.Partition, s.max+1, p.End)
+		behind, err := heldIn(ctx, p.Partition, s.max+1, p.End)
 		if err != nil {
 			return Check{}, err
 		}

@@ -106,21 +106,28 @@ func bronzeOffsetStats(ctx context.Context, d *duck, prev *bronzeSeen, full func
 // heldFunc counts the records partition p of the broker holds in from..to-1.
 type heldFunc func(ctx context.Context, p int, from, to int64) (int64, error)
 
-// heldIn is the checks' heldFunc: to-from on a dense log (offsets
-// retention has trimmed since included: bronze must still have held them),
-// the records read on a sparse one.
-func (m *Marts) heldIn(ctx context.Context, p int, from, to int64) (int64, error) {
-	if from >= to {
-		return 0, nil
+// heldIn is the checks' heldFunc over the broker's partitions parts:
+// to-from on a dense log (offsets retention has trimmed since included:
+// bronze must still have held them), the records read on a sparse one
+// (none in a partition the broker does not have).
+func (m *Marts) heldIn(parts map[int]broker.PartitionOffsets) heldFunc {
+	return func(ctx context.Context, p int, from, to int64) (int64, error) {
+		if from >= to {
+			return 0, nil
+		}
+		if !broker.IsSparse(m.log) {
+			return to - from, nil
+		}
+		po, ok := parts[p]
+		if !ok {
+			return 0, nil
+		}
+		n, err := broker.CountHeld(ctx, m.log, m.cfg.Topic, po, from, to)
+		if err != nil {
+			return 0, fmt.Errorf("count the records %s/%d holds: %w", m.cfg.Topic, p, err)
+		}
+		return n, nil
 	}
-	if !broker.IsSparse(m.log) {
-		return to - from, nil
-	}
-	n, err := broker.CountHeld(ctx, m.log, m.cfg.Topic, p, from, to)
-	if err != nil {
-		return 0, fmt.Errorf("count the records %s/%d holds: %w", m.cfg.Topic, p, err)
-	}
-	return n, nil
 }
 
 // attachBronze attaches bronze.recentchange for the checks and returns the

@@ -296,7 +296,7 @@ func heldPairs(t *testing.T, log broker.Log) map[pair]bool {
 	t.Helper()
 	out := map[pair]bool{}
 	for _, o := range testPartitions(t, log) {
-		if err := broker.EachHeld(context.Background(), log, testTopic, o.Partition, o.Start, o.End,
+		if err := broker.EachHeld(context.Background(), log, testTopic, o, o.Start, o.End,
 			func(off int64) { out[pair{o.Partition, off}] = true }); err != nil {
 			t.Fatal(err)
 		}

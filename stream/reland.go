@@ -114,7 +114,7 @@ func PlanReland(ctx context.Context, log broker.Log, lake *table.Lake) (Reland, 
 		}
 		// The records of the run: on Kafka some offsets hold none (a
 		// transaction's marker), and no file ever held them.
-		n, err := broker.CountHeld(ctx, log, BronzeTopic, run.Partition, run.From, run.To)
+		n, err := broker.CountHeld(ctx, log, BronzeTopic, offs[run.Partition], run.From, run.To)
 		if err != nil {
 			return r, err
 		}

@@ -105,7 +105,7 @@ func readHeld(ctx context.Context, log broker.Log, topic string, offs []broker.P
 	h := make(heldOffsets, len(offs))
 	for p, o := range offs {
 		h[p] = newOffsetBits(o.End)
-		if err := broker.EachHeld(ctx, log, topic, o.Partition, o.Start, o.End, func(off int64) { h[p].add(off) }); err != nil {
+		if err := broker.EachHeld(ctx, log, topic, o, o.Start, o.End, func(off int64) { h[p].add(off) }); err != nil {
 			return nil, fmt.Errorf("read the offsets %s holds: %w", topic, err)
 		}
 	}
