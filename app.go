@@ -422,7 +422,7 @@ func (p *pipeline) status(ctx context.Context, only ...string) verify.Status {
 				continue
 			}
 			st.Topics[t.Name] = n
-			st.Appended[t.Name] = n + t.Stored() - t.Messages() // plus what retention trimmed: dense offsets only
+			st.Appended[t.Name] = t.Stored() // held plus trimmed: dense offsets only
 			if broker.IsSparse(p.db) {
 				st.Appended[t.Name] = n // Kafka does not say what it trimmed
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -71,7 +72,7 @@ func s3Config(endpoint string) table.S3Config {
 // directory's broker.db, or the Kafka cluster at url.
 func openBroker(ctx context.Context, dir, url string) (broker.Log, error) {
 	if url == "" {
-		return broker.Open(dir+"/broker.db", broker.Options{})
+		return broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
 	}
 	cfg, err := kafka.ParseURL(url)
 	if err != nil {
