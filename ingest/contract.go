@@ -56,7 +56,11 @@ type Contract struct {
 	schema *jsonschema.Schema
 	// accept passes the events that certainly satisfy schema without the
 	// library (contract_accept.go); nil: the library checks every event.
-	accept   *acceptor
+	accept *acceptor
+	// plan is the acceptor compiled for the single pass over an event's
+	// bytes (contract_pass.go), which passes what it can before anything
+	// is decoded; nil: every event is decoded.
+	plan     *contractPlan
 	maxAhead time.Duration // of the time rules (recentchange.CheckTimes)
 }
 
@@ -95,6 +99,7 @@ func compileContract(fast bool) (*Contract, error) {
 		if out.accept, err = compileAcceptor(sch); err != nil {
 			return nil, fmt.Errorf("compile contract: %w", err)
 		}
+		out.plan = compilePlan(out.accept)
 	}
 	return out, nil
 }
@@ -149,6 +154,11 @@ func (c *Contract) Check(raw []byte) (Event, error) {
 // meta.dt and timestamp may be at most c.MaxAhead() ahead of received. A
 // zero received skips those two rules.
 func (c *Contract) CheckAt(raw []byte, received time.Time) (Event, error) {
+	if c.plan != nil {
+		if ev, ok := c.pass(raw, received); ok {
+			return ev, nil
+		}
+	}
 	s := scratchPool.Get().(*docScratch)
 	defer func() {
 		s.release()
