@@ -132,6 +132,16 @@ func (s *scanner) once(set *seen, bit seen) bool {
 // these ASCII names except through the Kelvin and long-s signs, which
 // encoding/json also folds: refuse any non-ASCII key of the right length.
 func foldsTo(key []byte, names ...string) bool {
+	plain := true // lower-case ASCII folds to itself: it matched exactly or not at all
+	for _, c := range key {
+		if c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return false
+	}
 	for _, n := range names {
 		if len(key) < len(n) || len(key) > 3*len(n) {
 			continue
