@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -75,12 +74,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Rates: rates, Triggers: triggers, Phase: bf.phase, ProducerEvents: bf.producerN, DrainEvents: bf.drainN,
 		SearchStep: bf.searchStep, Display: display(stdout)}
 	if bf.profile != "" {
-		stop, err := startBenchProfile(bf.profile)
-		if err != nil {
-			return err
+		if err := os.MkdirAll(bf.profile, 0o755); err != nil {
+			return fmt.Errorf("--profile: %w", err)
 		}
-		defer stop()
-		cfg.HeapDir = bf.profile
+		cfg.ProfileDir = bf.profile
 	}
 	rep := bench.Report{When: time.Now().UTC(), Machine: bench.Machine(), Command: "go run . bench " + strings.Join(args, " ")}
 	if err := bench.Run(ctx, cfg, &rep, base, stdout); err != nil {
@@ -140,8 +137,8 @@ func registerBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.DurationVar(&bf.phase, "phase", 45*time.Second, "length of each phase's publishing")
 	fs.StringVar(&bf.triggers, "triggers", "1s,10s", "stream triggers to run every rate with (the default trigger, and 10 s like the original)")
 	fs.IntVar(&bf.producerN, "producer-events", 300_000, "events for the producer-ceiling measurement (0: skip)")
-	fs.IntVar(&bf.drainN, "drain-events", 1_000_000, "backlog for the bronze drain measurement (0: skip)")
-	fs.StringVar(&bf.profile, "profile", "", "write cpu.prof (whole run) and heap-<phase>.prof (when each phase has caught up) to this directory")
+	fs.IntVar(&bf.drainN, "drain-events", 1_000_000, "backlog for the bronze drain and silver backlog measurements (0: skip)")
+	fs.StringVar(&bf.profile, "profile", "", "write each phase's CPU profile (the one its CPU split by stage comes from) as cpu-<rate>-<trigger>.prof, and heap-<rate>-<trigger>.prof when it has caught up, to this directory")
 	fs.BoolVar(&bf.render, "render", false, "only rewrite results.md and freshness.svg from the existing results.json in --out")
 	fs.BoolVar(&bf.keep, "keep", false, "keep each phase's data directory and print where it is")
 	fs.Int64Var(&bf.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "bronze batch size cap in every phase")
@@ -172,23 +169,6 @@ func runBenchSoak(ctx context.Context, bf *benchFlags, args []string, stdout io.
 	bf.soakOpt.out, bf.soakOpt.command = bf.out, "go run . bench "+strings.Join(args, " ")
 	_, err = runSoak(ctx, bf.soak, bf.soakOpt, stdout)
 	return err
-}
-
-// startBenchProfile writes a CPU profile of the whole run (and the phases'
-// heap profiles) to dir; the returned function stops it.
-func startBenchProfile(dir string) (func(), error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.Create(filepath.Join(dir, "cpu.prof"))
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func parseFloats(s string) ([]float64, error) {

@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.1
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/duckdb/duckdb-go/v2 v2.10506.0
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/klauspost/compress v1.20.3
 	github.com/prometheus/client_golang v1.25.0

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -236,13 +238,21 @@ func TestDemoRefusesForeignDirectory(t *testing.T) {
 
 // TestBenchSmoke is the CI variant of `lakehouse bench`: two short phases of
 // the whole appliance; it fails if any published event is missing from
-// silver (correctness, not speed).
+// silver (correctness, not speed), or a phase's line lacks its CPU split by
+// stage (unless the test binary holds the one CPU profile itself).
 func TestBenchSmoke(t *testing.T) {
 	var out strings.Builder
 	if code := run([]string{"bench", "--smoke"}, &out, &out); code != 0 {
 		t.Fatalf("bench --smoke exited %d:\n%s", code, out.String())
 	}
 	t.Log(out.String())
+	if f := flag.Lookup("test.cpuprofile"); f != nil && f.Value.String() != "" {
+		return
+	}
+	split := regexp.MustCompile(`µs/event:( [a-z]+ \d+\.\d)+ = \d+\.\d\n`)
+	if got := len(split.FindAllString(out.String(), -1)); got != 2 {
+		t.Errorf("%d phase lines with a CPU split by stage, want 2:\n%s", got, out.String())
+	}
 }
 
 // TestCLIErrors: bad input gets a clear error and a non-zero exit.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -154,7 +155,9 @@ func Open(path string, opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, err
 	}
-	go d.commitLoop()
+	// The label tags CPU profiles (bench's per-stage split, go tool pprof
+	// -tags): the commits are the broker's work, whichever caller waits.
+	go pprof.Do(context.Background(), pprof.Labels("component", "broker"), func(context.Context) { d.commitLoop() })
 	return d, nil
 }
 

@@ -38,5 +38,5 @@ type Options struct {
 	Start      Start
 	Keep       bool   // keep each phase's data directory
 	MaxOffsets int64  // bronze's batch cap in every phase
-	HeapDir    string // when set, a heap profile per phase is written here
+	ProfileDir string // when set, each phase's CPU profile and heap profile are written here
 }

@@ -65,6 +65,14 @@ type PhaseResult struct {
 	KeptUp          bool    `json:"kept_up"`
 	Error           string  `json:"error,omitempty"`
 	freshnessSample []float64
+
+	// StageCPU is CPUSeconds split by stage (see stages) from the phase's
+	// CPU profile, in CPU-µs per published event; it adds up to
+	// CPUSeconds per published event. Nil when there is no split:
+	// StageError says why (it never fails the phase).
+	StageCPU     map[string]float64 `json:"stage_cpu_us_per_event,omitempty"`
+	StageSampled float64            `json:"stage_cpu_sampled_seconds,omitempty"` // CPU the profile sampled, before scaling to CPUSeconds
+	StageError   string             `json:"stage_cpu_error,omitempty"`
 }
 
 // stallTimeout: a phase fails when silver commits nothing new for this long.
@@ -93,7 +101,8 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 	loops := int((total + int64(rec.Len()) - 1) / int64(rec.Len()))
 	src := replay.New(replay.Config{Seed: 42, Rate: ph.Rate, Restamp: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	src.Loops(rec, loops)
-	url, err := src.Start("127.0.0.1:0")
+	var url string
+	withLabel("replay", func() { url, err = src.Start("127.0.0.1:0") }) // the server's goroutines keep the label
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -107,6 +116,10 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 	anonDone := make(chan float64)
 	anonStop := make(chan struct{})
 	go SampleAnon(anonStop, anonDone)
+	// The phase's CPU profile covers what CPUSeconds does; the split by
+	// stage is computed from it once both are taken.
+	prof := startCPUProfile()
+	defer prof.stop()
 	cpu0 := cpuTime()
 	// measureTables reads every snapshot of the phase afterwards, as a
 	// downstream reader would: the appliance holds their history.
@@ -133,6 +146,11 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 	stop()
 	<-errc
 	res.CPUSeconds = cpuTime() - cpu0
+	profBytes, profErr := prof.stop()
+	res.setStages(profBytes, profErr)
+	if err := writeProfile(o.ProfileDir, fmt.Sprintf("cpu-%d-%s.prof", int64(ph.Rate), ph.Trigger), profBytes); err != nil {
+		fmt.Fprintf(show.W, "bench: %v\n", err)
+	}
 	res.PeakRSSMiB = procStatusMiB("VmHWM")
 	close(anonStop)
 	res.PeakAnonMiB = <-anonDone
@@ -191,7 +209,7 @@ func (o Options) waitPhase(ctx context.Context, ph Phase, p Appliance, src *repl
 		// query has anything left to read.
 		if c.Sent >= counts.Events && st.Drained(ingest.DefaultTopic, counts.OnTime) {
 			res.CatchUpSeconds = now.Sub(lastSend).Seconds()
-			writeHeapProfile(o.HeapDir, fmt.Sprintf("heap-%d-%s.prof", int64(ph.Rate), ph.Trigger))
+			writeHeapProfile(o.ProfileDir, fmt.Sprintf("heap-%d-%s.prof", int64(ph.Rate), ph.Trigger))
 			return firstSend, lastSend, false
 		}
 		// Progress: the broker or any query moved.
@@ -310,7 +328,7 @@ func (res *PhaseResult) judge(ph Phase, w io.Writer) {
 	bound := 3*ph.Trigger.Seconds() + 5
 	res.KeptUp = res.Error == "" && res.FoundSilver == res.Expected && res.DistinctSilver == res.Expected &&
 		res.AchievedRate >= 0.95*ph.Rate && res.FreshP99 < bound && res.CatchUpSeconds < bound
-	fmt.Fprintf(w, "bench: %-28s sent %s at %s ev/s, silver %s/%s, freshness p50 %.2fs p95 %.2fs p99 %.2fs, cpu %.1fs, peak RSS %.0f MiB (anon %.0f MiB)\n",
+	fmt.Fprintf(w, "bench: %-28s sent %s at %s ev/s, silver %s/%s, freshness p50 %.2fs p95 %.2fs p99 %.2fs, cpu %.1fs, peak RSS %.0f MiB (anon %.0f MiB); %s\n",
 		ph.name(), humanize.Count(res.Published), humanize.Count(int64(res.AchievedRate)), humanize.Count(res.FoundSilver), humanize.Count(res.Expected),
-		res.FreshP50, res.FreshP95, res.FreshP99, res.CPUSeconds, res.PeakRSSMiB, res.PeakAnonMiB)
+		res.FreshP50, res.FreshP95, res.FreshP99, res.CPUSeconds, res.PeakRSSMiB, res.PeakAnonMiB, res.stageLine())
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,6 +23,12 @@ type Report struct {
 	BronzeDrainRate  float64       `json:"bronze_drain_records_per_s"`
 	BronzeDrainMBps  float64       `json:"bronze_drain_mb_per_s"`
 	MaxSustainedRate float64       `json:"max_sustained_rate"`
+	// The stages measured alone: the process's CPU-µs (rusage) per event
+	// over each measurement, and silver reading bronze's backlog.
+	ProducerCPU       float64 `json:"producer_ceiling_cpu_us_per_event"`
+	BronzeDrainCPU    float64 `json:"bronze_drain_cpu_us_per_record"`
+	SilverBacklogRate float64 `json:"silver_backlog_rows_per_s"`
+	SilverBacklogCPU  float64 `json:"silver_backlog_cpu_us_per_row"`
 	// Search holds the phases of the step-up search for the highest
 	// sustainable rate (default trigger, above the fastest phase kept up).
 	Search []PhaseResult `json:"max_rate_search,omitempty"`
@@ -70,9 +77,16 @@ func WriteReport(dir string, rep Report) error {
 	for _, o := range originalFigures {
 		fmt.Fprintf(&b, "| %s | %s | %.1f |\n", humanize.Count(int64(o.rate)), humanize.Count(int64(o.achieved)), o.p95)
 	}
-	b.WriteString("\nIts one-process producer topped out near 10,000 events/s.\n\n## Separate measurements\n\n")
-	fmt.Fprintf(&b, "- producer ceiling (loopback SSE -> contract -> durable broker): %s events/s\n", humanize.Count(int64(rep.ProducerCeiling)))
-	fmt.Fprintf(&b, "- bronze backlog drain (broker -> Iceberg bronze): %s records/s, %.1f MB/s\n", humanize.Count(int64(rep.BronzeDrainRate)), rep.BronzeDrainMBps)
+	b.WriteString("\nIts one-process producer topped out near 10,000 events/s.\n")
+	writeStageTable(&b, append(slices.Clip(rep.Phases), rep.Search...))
+	b.WriteString("\n## Separate measurements\n\n")
+	b.WriteString("Each stage alone, over a fixed amount of work; CPU is the whole process's (rusage) over the measurement, per event. The bronze drain and the silver backlog share one backlog (`--drain-events`): the recording looped with fresh meta.ids every pass and its recorded event times (under a minute apart, so silver drops none as late or duplicate), appended to the broker, landed by bronze, then read by silver.\n\n")
+	fmt.Fprintf(&b, "- producer ceiling, ingest alone (loopback SSE -> contract -> durable broker; the CPU includes the replay server feeding it): %s\n",
+		alone(rep.ProducerCeiling, rep.ProducerCPU, "events/s", "", "event"))
+	fmt.Fprintf(&b, "- bronze backlog drain (broker -> Iceberg bronze): %s\n",
+		alone(rep.BronzeDrainRate, rep.BronzeDrainCPU, "records/s", fmt.Sprintf(", %.1f MB/s", rep.BronzeDrainMBps), "record"))
+	fmt.Fprintf(&b, "- silver backlog (bronze -> parse, dedup, watermark -> silver.edits, as the appliance runs it): %s\n",
+		alone(rep.SilverBacklogRate, rep.SilverBacklogCPU, "bronze rows/s", "", "row"))
 	fmt.Fprintf(&b, "- maximum sustainable rate end to end (default trigger; every event in silver, published at 95 %% of the asked rate or more, p99 freshness and catch-up within 3 triggers + 5 s): %s events/s\n", humanize.Count(int64(rep.MaxSustainedRate)))
 	if len(rep.Search) > 0 {
 		b.WriteString("\nThe step-up search for that rate (30 s phases above the fastest phase kept up, until one is not):\n\n")
@@ -94,6 +108,49 @@ func writePhaseTable(b *strings.Builder, phases []PhaseResult) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s / %s | %.2f | %.2f | %.2f | %.1f | %d | %d | %d | %.1f | %.0f | %.0f | %.0f | %v |\n",
 			p.Phase.name(), humanize.Count(int64(p.Phase.Rate)), humanize.Count(int64(p.AchievedRate)), humanize.Count(p.FoundSilver), humanize.Count(p.Expected),
 			p.FreshP50, p.FreshP95, p.FreshP99, p.CatchUpSeconds, p.BronzeCommits, p.SilverCommits, p.DataFiles, p.CPUSeconds, perEvent, p.PeakRSSMiB, p.PeakAnonMiB, yesNo(p.KeptUp, p.Error))
+	}
+}
+
+// alone renders a stage measured alone: its rate, extra, and its CPU per
+// item when measured (results.json from before CPU was measured has 0).
+func alone(rate, cpu float64, unit, extra, item string) string {
+	if rate <= 0 {
+		return "not measured"
+	}
+	s := humanize.Count(int64(rate)) + " " + unit + extra
+	if cpu > 0 {
+		s += fmt.Sprintf(", %.1f CPU-µs/%s", cpu, item)
+	}
+	return s
+}
+
+// writeStageTable renders each phase's CPU per published event by stage
+// (PhaseResult.StageCPU), with the total and the appliance's part (the
+// total without the replay server).
+func writeStageTable(b *strings.Builder, phases []PhaseResult) {
+	b.WriteString("\n## CPU per event by stage\n\n")
+	b.WriteString("CPU-µs per published event, every phase (the search's too). Each phase runs a CPU profile over the same interval as its CPU seconds; its samples are summed by the goroutines' pprof label `component`: the appliance's components (ingest, bronze, dlq, silver, sessions, marts; other is health and broker retention), broker (the embedded broker's group-commit loop), replay (the replay server playing Wikimedia's part) and runtime (no label: garbage collection, the scheduler, the bench's polling, threads outside Go). The stages are scaled so they add up to the phase's rusage CPU (sampled / rusage shows the profile's share before scaling). Appliance is the total without replay. `--profile DIR` keeps each phase's profile as cpu-<rate>-<trigger>.prof (`go tool pprof -tags`).\n\n")
+	b.WriteString("| phase |")
+	for _, st := range stages {
+		b.WriteString(" " + st + " |")
+	}
+	b.WriteString(" total | appliance | sampled / rusage |\n|---|")
+	b.WriteString(strings.Repeat("---|", len(stages)+3) + "\n")
+	for _, p := range phases {
+		fmt.Fprintf(b, "| %s |", p.Phase.name())
+		if p.StageCPU == nil {
+			why := p.StageError
+			if why == "" {
+				why = "not measured"
+			}
+			fmt.Fprintf(b, " no split: %s |%s\n", why, strings.Repeat(" |", len(stages)+2))
+			continue
+		}
+		for _, st := range stages {
+			fmt.Fprintf(b, " %.1f |", p.StageCPU[st])
+		}
+		total := stageTotal(p.StageCPU)
+		fmt.Fprintf(b, " %.1f | %.1f | %.0f %% |\n", total, total-p.StageCPU["replay"], 100*p.StageSampled/p.CPUSeconds)
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"io"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/progress"
+	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,7 +20,7 @@ type Config struct {
 	Triggers       []time.Duration // the first is the default trigger the search uses
 	Phase          time.Duration   // length of each phase's publishing
 	ProducerEvents int             // events for the producer ceiling (0: skip)
-	DrainEvents    int             // backlog for the bronze drain (0: skip)
+	DrainEvents    int             // backlog for the bronze drain and the silver backlog (0: skip)
 	SearchStep     float64         // the search's step (0: skip)
 	Display        progress.Display
 }
@@ -36,18 +38,23 @@ func Run(ctx context.Context, cfg Config, rep *Report, base string, stdout io.Wr
 			rep.Phases = append(rep.Phases, cfg.runPhase(ctx, Phase{Rate: rate, Trigger: trig, Duration: cfg.Phase}, base, show))
 		}
 	}
-	var err error
 	if cfg.ProducerEvents > 0 {
-		if rep.ProducerCeiling, err = producerCeiling(ctx, base, cfg.ProducerEvents); err != nil {
+		c, err := producerCeiling(ctx, base, cfg.ProducerEvents)
+		if err != nil {
 			return fmt.Errorf("producer ceiling: %w", err)
 		}
-		fmt.Fprintf(stdout, "bench: producer ceiling %s events/s\n", humanize.Count(int64(rep.ProducerCeiling)))
+		rep.ProducerCeiling, rep.ProducerCPU = c.rate(), c.cpuPerEvent()
+		fmt.Fprintf(stdout, "bench: producer ceiling %s events/s, %.1f CPU-µs/event\n", humanize.Count(int64(rep.ProducerCeiling)), rep.ProducerCPU)
 	}
 	if cfg.DrainEvents > 0 {
-		if rep.BronzeDrainRate, rep.BronzeDrainMBps, err = bronzeDrain(ctx, base, cfg.DrainEvents); err != nil {
-			return fmt.Errorf("bronze drain: %w", err)
+		b, s, err := drainCeilings(ctx, base, cfg.DrainEvents)
+		if err != nil {
+			return fmt.Errorf("drain ceilings: %w", err)
 		}
-		fmt.Fprintf(stdout, "bench: bronze drain %s records/s (%.1f MB/s)\n", humanize.Count(int64(rep.BronzeDrainRate)), rep.BronzeDrainMBps)
+		rep.BronzeDrainRate, rep.BronzeDrainMBps, rep.BronzeDrainCPU = b.rate(), b.mbps(), b.cpuPerEvent()
+		rep.SilverBacklogRate, rep.SilverBacklogCPU = s.rate(), s.cpuPerEvent()
+		fmt.Fprintf(stdout, "bench: bronze drain %s records/s (%.1f MB/s), %.1f CPU-µs/record\n", humanize.Count(int64(rep.BronzeDrainRate)), rep.BronzeDrainMBps, rep.BronzeDrainCPU)
+		fmt.Fprintf(stdout, "bench: silver backlog %s bronze rows/s, %.1f CPU-µs/row\n", humanize.Count(int64(rep.SilverBacklogRate)), rep.SilverBacklogCPU)
 	}
 	for _, p := range rep.Phases {
 		if p.KeptUp && p.Phase.Trigger == triggers[0] && p.Phase.Rate > rep.MaxSustainedRate {
@@ -65,5 +72,38 @@ func Run(ctx context.Context, cfg Config, rep *Report, base string, stdout io.Wr
 			rep.MaxSustainedRate = rate
 		}
 	}
+	if line := ceilingSummary(*rep); line != "" {
+		fmt.Fprintln(stdout, line)
+	}
 	return nil
+}
+
+// ceilingSummary is the run's last line: each stage measured alone (events/s
+// and CPU-µs per event), and the end-to-end maximum against the slowest of
+// them. "" when no stage was measured alone.
+func ceilingSummary(rep Report) string {
+	var parts []string
+	slowest := math.Inf(1)
+	for _, c := range []struct {
+		name      string
+		rate, cpu float64
+	}{{"ingest alone", rep.ProducerCeiling, rep.ProducerCPU}, {"bronze drain", rep.BronzeDrainRate, rep.BronzeDrainCPU}, {"silver backlog", rep.SilverBacklogRate, rep.SilverBacklogCPU}} {
+		if c.rate <= 0 {
+			continue
+		}
+		unit := ""
+		if len(parts) == 0 {
+			unit = " ev/s"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s%s (%.0f CPU-µs/ev)", c.name, humanize.Count(int64(c.rate)), unit, c.cpu))
+		slowest = min(slowest, c.rate)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	line := "bench: stage ceilings: " + strings.Join(parts, ", ")
+	if rep.MaxSustainedRate > 0 {
+		line += fmt.Sprintf("; end to end max sustained %s = %.0f %% of the slowest stage alone", humanize.Count(int64(rep.MaxSustainedRate)), 100*rep.MaxSustainedRate/slowest)
+	}
+	return line
 }
