@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -294,9 +295,15 @@ func (c bronzeCols) received(i int) time.Time {
 	}
 	return time.UnixMicro(int64(c.ts.Value(i)))
 }
+
+// value is row i's raw event, the record's own bytes (no copy: it was
+// half of silver's allocation at 10,000 ev/s); the caller only reads it,
+// while the record lives, and keeps nothing of it (ParseEdit copies what it
+// returns).
 func (c bronzeCols) value(i int) []byte {
 	if c.str != nil {
-		return []byte(c.str.Value(i))
+		s := c.str.Value(i)
+		return unsafe.Slice(unsafe.StringData(s), len(s))
 	}
 	return c.bin.Value(i)
 }
