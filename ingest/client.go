@@ -52,7 +52,7 @@ func (in *Ingester) stream(ctx context.Context, from string, emit func(received)
 		}
 		got, retryAfter, err := in.connect(ctx, lastID, func(ev received) bool {
 			if ev.id != "" && ev.id != lastID {
-				if reason := badIDReason([]byte(ev.id), in.cfg.MaxIDBytes); reason != "" {
+				if reason := badIDReason(ev.id, in.cfg.MaxIDBytes); reason != "" {
 					in.refusedID([]byte(ev.id[:min(len(ev.id), in.cfg.MaxIDBytes)]), len(ev.id), reason)
 					ev.id = lastID
 				}

@@ -3,8 +3,6 @@ package ingest
 import (
 	"bytes"
 	"io"
-
-	"golang.org/x/net/http/httpguts"
 )
 
 // oversizedType is the SSE event type frameGuard gives the stand-in of a
@@ -279,11 +277,13 @@ func indexEOL(b []byte) int {
 // badIDReason says why id cannot be a stream position ("" if it can): it
 // must be at most limit bytes and a header value that round-trips (no
 // control characters, no leading or trailing blanks, which a server trims).
-func badIDReason(id []byte, limit int) string {
+// It takes the id as it comes, a string or bytes, without a copy (it ran
+// for every event).
+func badIDReason[T string | []byte](id T, limit int) string {
 	switch {
 	case len(id) > limit:
 		return "longer than the id limit"
-	case !httpguts.ValidHeaderFieldValue(string(id)):
+	case !validHeaderValue(id):
 		return "not a valid HTTP header value"
 	case len(id) > 0 && (isBlank(id[0]) || isBlank(id[len(id)-1])):
 		return "leading or trailing blanks would not survive a header"
@@ -292,3 +292,15 @@ func badIDReason(id []byte, limit int) string {
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+// validHeaderValue is httpguts.ValidHeaderFieldValue (no control character
+// but the tab) for a string or bytes: with bytes it converted every event's
+// id line to a string.
+func validHeaderValue[T string | []byte](v T) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

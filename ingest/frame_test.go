@@ -8,6 +8,7 @@ import (
 	"testing/iotest"
 
 	sse "github.com/tmaxmax/go-sse"
+	"golang.org/x/net/http/httpguts"
 )
 
 // guardOut runs in through a frameGuard, read in chunks of size chunk (0:
@@ -154,6 +155,21 @@ func TestBadIDReason(t *testing.T) {
 	} {
 		if got := badIDReason([]byte(tc.id), DefaultMaxIDBytes) != ""; got != tc.want {
 			t.Errorf("badIDReason(%q): refused %v, want %v", tc.id[:min(len(tc.id), 20)], got, tc.want)
+		}
+	}
+}
+
+// TestValidHeaderValueIsHttpguts: the id check's header rule is
+// httpguts.ValidHeaderFieldValue, byte for byte, on strings and bytes.
+func TestValidHeaderValueIsHttpguts(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		v := "a" + string([]byte{byte(c)}) + "b"
+		want := httpguts.ValidHeaderFieldValue(v)
+		if got := validHeaderValue(v); got != want {
+			t.Errorf("byte %#x in a string: valid %v, httpguts %v", c, got, want)
+		}
+		if got := validHeaderValue([]byte(v)); got != want {
+			t.Errorf("byte %#x in bytes: valid %v, httpguts %v", c, got, want)
 		}
 	}
 }

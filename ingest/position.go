@@ -49,7 +49,7 @@ func ResetPosition(ctx context.Context, log broker.Log, source string, r Reset) 
 		return "", errors.New("reset position: want exactly one of a position, a time, or latest")
 	}
 	if r.To != "" {
-		if reason := badIDReason([]byte(r.To), DefaultMaxIDBytes); reason != "" {
+		if reason := badIDReason(r.To, DefaultMaxIDBytes); reason != "" {
 			return "", fmt.Errorf("reset position: %q is %s: %w", r.To[:min(len(r.To), 64)], reason, ErrBadPosition)
 		}
 	}

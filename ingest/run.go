@@ -191,7 +191,7 @@ func (in *Ingester) start(ctx context.Context) (from string, ok bool, err error)
 	}
 	cfg.Logger.Info("ingest: starting", "source", cfg.Source, "url", cfg.URL, "resume_from", from,
 		"since", since, "topic", cfg.Topic, "dlq", cfg.DLQTopic)
-	if reason := badIDReason([]byte(from), cfg.MaxIDBytes); reason != "" {
+	if reason := badIDReason(from, cfg.MaxIDBytes); reason != "" {
 		// Written by an earlier version: sending it fails (or is refused)
 		// at every attempt.
 		err := fmt.Errorf("stored resume position (%d bytes, %s) is %s: stop the appliance and run `lakehouse reset-position`: %w",
