@@ -115,7 +115,7 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 	ResetPeakRSS()
 	anonDone := make(chan float64)
 	anonStop := make(chan struct{})
-	go SampleAnon(anonStop, anonDone)
+	withLabel("bench", func() { go SampleAnon(anonStop, anonDone) }) // the bench's own CPU, not the appliance's
 	// The phase's CPU profile covers what CPUSeconds does; the split by
 	// stage is computed from it once both are taken.
 	prof := startCPUProfile()
@@ -136,7 +136,9 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(runCtx) }()
 
-	firstSend, lastSend, stopped := o.waitPhase(ctx, ph, p, src, counts, errc, show, &res)
+	var firstSend, lastSend time.Time
+	var stopped bool
+	withLabel("bench", func() { firstSend, lastSend, stopped = o.waitPhase(ctx, ph, p, src, counts, errc, show, &res) })
 	if stopped {
 		stop()
 		close(anonStop)

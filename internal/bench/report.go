@@ -126,10 +126,10 @@ func alone(rate, cpu float64, unit, extra, item string) string {
 
 // writeStageTable renders each phase's CPU per published event by stage
 // (PhaseResult.StageCPU), with the total and the appliance's part (the
-// total without the replay server).
+// total without the replay server and the bench's own polling).
 func writeStageTable(b *strings.Builder, phases []PhaseResult) {
 	b.WriteString("\n## CPU per event by stage\n\n")
-	b.WriteString("CPU-µs per published event, every phase (the search's too). Each phase runs a CPU profile over the same interval as its CPU seconds; its samples are summed by the goroutines' pprof label `component`: the appliance's components (ingest, bronze, dlq, silver, sessions, marts; other is health and broker retention), broker (the embedded broker's group-commit loop), replay (the replay server playing Wikimedia's part) and runtime (no label: garbage collection, the scheduler, the bench's polling, threads outside Go). The stages are scaled so they add up to the phase's rusage CPU (sampled / rusage shows the profile's share before scaling). Appliance is the total without replay. `--profile DIR` keeps each phase's profile as cpu-<rate>-<trigger>.prof (`go tool pprof -tags`).\n\n")
+	b.WriteString("CPU-µs per published event, every phase (the search's too). Each phase runs a CPU profile over the same interval as its CPU seconds; its samples are summed by the goroutines' pprof label `component`: the appliance's components (ingest, bronze, dlq, silver, sessions, marts; other is health and broker retention), broker (the embedded broker's group-commit loop), replay (the replay server playing Wikimedia's part), bench (the bench's own memory sampling and polling of the appliance) and runtime (no label: garbage collection, the scheduler, threads outside Go). The stages are scaled so they add up to the phase's rusage CPU (sampled / rusage shows the profile's share before scaling). Appliance is the total without replay and bench. `--profile DIR` keeps each phase's profile as cpu-<rate>-<trigger>.prof (`go tool pprof -tags`).\n\n")
 	b.WriteString("| phase |")
 	for _, st := range stages {
 		b.WriteString(" " + st + " |")
@@ -150,7 +150,7 @@ func writeStageTable(b *strings.Builder, phases []PhaseResult) {
 			fmt.Fprintf(b, " %.1f |", p.StageCPU[st])
 		}
 		total := stageTotal(p.StageCPU)
-		fmt.Fprintf(b, " %.1f | %.1f | %.0f %% |\n", total, total-p.StageCPU["replay"], 100*p.StageSampled/p.CPUSeconds)
+		fmt.Fprintf(b, " %.1f | %.1f | %.0f %% |\n", total, total-p.StageCPU["replay"]-p.StageCPU["bench"], 100*p.StageSampled/p.CPUSeconds)
 	}
 }
 

@@ -16,11 +16,12 @@ import (
 // stages are the columns of the per-stage CPU split, in print order. Each
 // is a value of the pprof label "component": the appliance's components
 // (app.go's start), "broker" (the embedded broker's group-commit loop),
-// "replay" (the replay server playing Wikimedia's part), "other" (the
+// "replay" (the replay server playing Wikimedia's part), "bench" (the
+// bench's own sampling of memory and polling of the appliance), "other" (the
 // appliance's health rules and broker retention, and any other label) and
-// "runtime" (no label: garbage collection, the scheduler, the bench's own
-// polling, threads DuckDB starts outside Go).
-var stages = []string{"ingest", "bronze", "dlq", "silver", "sessions", "marts", "broker", "replay", "other", "runtime"}
+// "runtime" (no label: garbage collection, the scheduler, threads DuckDB
+// starts outside Go).
+var stages = []string{"ingest", "bronze", "dlq", "silver", "sessions", "marts", "broker", "replay", "bench", "other", "runtime"}
 
 // labelKey is the pprof label that names a goroutine's component.
 const labelKey = "component"
@@ -30,7 +31,7 @@ func stageOf(label string) string {
 	switch label {
 	case "":
 		return "runtime"
-	case "ingest", "bronze", "dlq", "silver", "sessions", "marts", "broker", "replay":
+	case "ingest", "bronze", "dlq", "silver", "sessions", "marts", "broker", "replay", "bench":
 		return label
 	default: // health, retention
 		return "other"

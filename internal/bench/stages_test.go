@@ -187,12 +187,12 @@ func TestNoStageSplit(t *testing.T) {
 }
 
 // TestStageReport: the phase line and results.md carry the split; the
-// appliance column is the total without the replay server.
+// appliance column is the total without the replay server and the bench.
 func TestStageReport(t *testing.T) {
 	ph := Phase{Rate: 10000, Trigger: time.Second, Duration: time.Second}
 	res := PhaseResult{Phase: ph, Published: 10000, CPUSeconds: 0.458, StageSampled: 0.458,
-		StageCPU: map[string]float64{"ingest": 14.7, "bronze": 7.8, "silver": 5.7, "sessions": 0.6, "broker": 2.5, "replay": 2.5, "runtime": 12.0, "dlq": 0.01}}
-	if got, want := res.stageLine(), "µs/event: ingest 14.7 bronze 7.8 silver 5.7 sessions 0.6 broker 2.5 replay 2.5 runtime 12.0 = 45.8"; got != want {
+		StageCPU: map[string]float64{"ingest": 14.7, "bronze": 7.8, "silver": 5.7, "sessions": 0.6, "broker": 2.5, "replay": 2.5, "bench": 1.0, "runtime": 11.0, "dlq": 0.01}}
+	if got, want := res.stageLine(), "µs/event: ingest 14.7 bronze 7.8 silver 5.7 sessions 0.6 broker 2.5 replay 2.5 bench 1.0 runtime 11.0 = 45.8"; got != want {
 		t.Errorf("stage line %q, want %q", got, want)
 	}
 	dir := t.TempDir()
@@ -204,7 +204,7 @@ func TestStageReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := string(b)
-	for _, want := range []string{"## CPU per event by stage", "| 14.7 | 7.8 | 0.0 | 5.7 | 0.6 | 0.0 | 2.5 | 2.5 | 0.0 | 12.0 | 45.8 | 43.3 | 100 % |", "no split: no CPU samples"} {
+	for _, want := range []string{"## CPU per event by stage", "| 14.7 | 7.8 | 0.0 | 5.7 | 0.6 | 0.0 | 2.5 | 2.5 | 1.0 | 0.0 | 11.0 | 45.8 | 42.3 | 100 % |", "no split: no CPU samples"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
 		}
