@@ -6,7 +6,10 @@
 // JSON Schema cannot state, shared with silver through internal/recentchange:
 // whatever the contract accepts, silver stores), routing of contract
 // violations, non-JSON and oversized data to a dead-letter topic, and the
-// durable resume position.
+// durable resume position. Most valid events are passed by one pass over
+// their bytes (contract_pass.go: the schema compiled into plans, with the
+// other rules in the same pass); every other event is decoded and checked
+// by the library, whose verdict and text are the DLQ reason.
 //
 // Event time is data, not truth: an event whose timestamp is more than
 // Config.MaxEventAhead ahead of its meta.dt, whose meta.dt is more than that

@@ -88,21 +88,10 @@ func newTemplate(data []byte) *template {
 	return t
 }
 
-// entry is one event in the replay log.
-type entry struct {
-	t     *template
-	kind  Kind
-	loop  int           // loop pass: above 0 the meta.id sent is LoopID(seed, loop, t.metaID)
-	age   time.Duration // KindLate: event time is send time minus age
-	enq   int64         // unix nanos when enqueued (for since)
-	sseID string        // KindBadID: the id line sent instead of the position's
-	stamp atomic.Int64  // unix nanos of the first send, when stamped
-}
-
 // metaID is the meta.id the entry is sent with. Loop ids are derived when
 // needed rather than stored: a replay of millions of events (the bench
 // holds 2.25 million) would otherwise keep 48 bytes more per event.
-func (e *entry) metaID(seed int64) string {
+func (e entry) metaID(seed int64) string {
 	if e.loop > 0 {
 		return LoopID(seed, e.loop, e.t.metaID)
 	}
@@ -110,15 +99,16 @@ func (e *entry) metaID(seed int64) string {
 }
 
 // writeData writes the entry's data with meta.id replaced and, if stamp,
-// timestamp and meta.dt rewritten for the first send time of the entry (so a
-// resend of the same stored entry is byte-identical, as a resumed source's).
-func (e *entry) writeData(w *bufio.Writer, seed int64, stamp bool, now time.Time) {
+// timestamp and meta.dt rewritten for the first send time of the entry,
+// kept in first (so a resend of the same stored entry is byte-identical, as
+// a resumed source's).
+func (e entry) writeData(w *bufio.Writer, seed int64, stamp bool, first *atomic.Int64, now time.Time) {
 	var dt, ts []byte
 	if stamp {
-		st := e.stamp.Load()
+		st := first.Load()
 		if st == 0 {
-			e.stamp.CompareAndSwap(0, now.UnixNano())
-			st = e.stamp.Load()
+			first.CompareAndSwap(0, now.UnixNano())
+			st = first.Load()
 		}
 		intake := time.Unix(0, st).Add(-e.age).UTC()
 		var dtb [32]byte

@@ -48,9 +48,9 @@ func (f *Feed) Next(n int) {
 			f.pos = 0
 		}
 		k := min(n, len(f.tmpls)-f.pos)
-		es := make([]*entry, k)
+		es := make([]entry, k)
 		for i := range k {
-			es[i] = &entry{t: f.tmpls[f.pos+i], kind: KindLoop, loop: f.loop}
+			es[i] = entry{t: f.tmpls[f.pos+i], kind: KindLoop, loop: f.loop}
 		}
 		from, to, loop := f.pos, f.pos+k, f.loop
 		f.r.add(es, func(c *Counts) {

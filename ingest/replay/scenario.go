@@ -8,13 +8,10 @@ import (
 	"time"
 )
 
-func (r *Server) add(es []*entry, apply func(c *Counts)) {
+func (r *Server) add(es []entry, apply func(c *Counts)) {
 	now := time.Now().UnixNano()
-	for _, e := range es {
-		e.enq = now
-	}
 	r.mu.Lock()
-	r.entries = append(r.entries, es...)
+	r.log.append(es, now)
 	r.counts.Events += int64(len(es))
 	if apply != nil {
 		apply(&r.counts)
@@ -48,9 +45,9 @@ func (r *Server) Loops(rec Recording, n int) {
 		loop := len(r.loops)
 		r.loops = append(r.loops, tmpls)
 		r.mu.Unlock()
-		es := make([]*entry, len(tmpls))
+		es := make([]entry, len(tmpls))
 		for i, t := range tmpls {
-			es[i] = &entry{t: t, kind: KindLoop, loop: loop}
+			es[i] = entry{t: t, kind: KindLoop, loop: loop}
 		}
 		r.add(es, func(c *Counts) {
 			c.Loops++
@@ -71,9 +68,9 @@ func (r *Server) Resend(loop int) error {
 	}
 	tmpls := r.loops[loop]
 	r.mu.RUnlock()
-	es := make([]*entry, len(tmpls))
+	es := make([]entry, len(tmpls))
 	for i, t := range tmpls {
-		es[i] = &entry{t: t, kind: KindResend, loop: loop}
+		es[i] = entry{t: t, kind: KindResend, loop: loop}
 	}
 	r.add(es, func(c *Counts) { c.Resent += int64(len(es)) })
 	return nil
@@ -82,14 +79,16 @@ func (r *Server) Resend(loop int) error {
 // ResendRange enqueues the held events [from, to) again, same ids.
 func (r *Server) ResendRange(from, to int) error {
 	r.mu.RLock()
-	if from < 0 || to > len(r.entries) || from > to {
-		n := len(r.entries)
+	if from < 0 || to > r.log.n || from > to {
+		n := r.log.n
 		r.mu.RUnlock()
 		return fmt.Errorf("resend range [%d,%d): %d events held", from, to, n)
 	}
-	es := make([]*entry, 0, to-from)
-	for _, e := range r.entries[from:to] {
-		es = append(es, &entry{t: e.t, kind: KindResend, loop: e.loop, age: e.age})
+	log := r.log.view()
+	es := make([]entry, 0, to-from)
+	for i := from; i < to; i++ {
+		e, _ := log.entry(i)
+		es = append(es, entry{t: e.t, kind: KindResend, loop: e.loop, age: e.age})
 	}
 	r.mu.RUnlock()
 	r.add(es, func(c *Counts) { c.Resent += int64(len(es)) })
@@ -110,15 +109,16 @@ func (r *Server) Backdate(span time.Duration) {
 	now := time.Now().UnixNano()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	var todo []*entry
-	for _, e := range r.entries {
-		if e.kind != KindLate && e.stamp.Load() == 0 {
-			todo = append(todo, e)
+	log := r.log.view()
+	var todo []*record
+	for i := range log.n {
+		if rec := log.at(i); Kind(rec.kind) != KindLate && rec.stamp.Load() == 0 {
+			todo = append(todo, rec)
 		}
 	}
-	for i, e := range todo {
+	for i, rec := range todo {
 		back := float64(span) * float64(len(todo)-1-i) / float64(len(todo))
-		e.stamp.CompareAndSwap(0, now-int64(back))
+		rec.stamp.CompareAndSwap(0, now-int64(back))
 	}
 }
 
@@ -130,10 +130,10 @@ func (r *Server) Violations(n int) { r.violations(n, 0) }
 func (r *Server) violations(n, first int) {
 	seed := r.nextSeed()
 	base := Generate(seed, n)
-	es := make([]*entry, n)
+	es := make([]entry, n)
 	for i := range n {
 		data := Violate(base.Events[i], first+i)
-		es[i] = &entry{t: &template{data: data, metaID: metaIDOf(data), typ: typeOf(data)}, kind: KindViolation}
+		es[i] = entry{t: &template{data: data, metaID: metaIDOf(data), typ: typeOf(data)}, kind: KindViolation}
 	}
 	r.add(es, func(c *Counts) { c.Violations += int64(n) })
 }
@@ -142,14 +142,14 @@ func (r *Server) violations(n, first int) {
 // moment they are sent.
 func (r *Server) Late(n int, age time.Duration) {
 	rec := Generate(r.nextSeed(), n)
-	es := make([]*entry, n)
+	es := make([]entry, n)
 	var editNew int64
 	for i, data := range rec.Events {
 		t := newTemplate(data)
 		if t.typ == "edit" || t.typ == "new" {
 			editNew++
 		}
-		es[i] = &entry{t: t, kind: KindLate, age: age}
+		es[i] = entry{t: t, kind: KindLate, age: age}
 	}
 	r.add(es, func(c *Counts) { c.Late += int64(n); c.LateEditNew += editNew })
 }
@@ -157,11 +157,11 @@ func (r *Server) Late(n int, age time.Duration) {
 // Canaries enqueues n valid canary events (meta.domain "canary").
 func (r *Server) Canaries(n int) {
 	rec := Generate(r.nextSeed(), n)
-	es := make([]*entry, n)
+	es := make([]entry, n)
 	for i, data := range rec.Events {
 		m := mustDecodeObject(data)
 		m["meta"].(map[string]any)["domain"] = "canary"
-		es[i] = &entry{t: newTemplate(encodeCompact(m)), kind: KindCanary}
+		es[i] = entry{t: newTemplate(encodeCompact(m)), kind: KindCanary}
 	}
 	r.add(es, func(c *Counts) { c.Canaries += int64(n) })
 }
@@ -170,9 +170,9 @@ func (r *Server) Canaries(n int) {
 // least size bytes.
 func (r *Server) Oversized(n, size int) {
 	rec := Generate(r.nextSeed(), n).Padded(size)
-	es := make([]*entry, n)
+	es := make([]entry, n)
 	for i, data := range rec.Events {
-		es[i] = &entry{t: newTemplate(data), kind: KindOversized}
+		es[i] = entry{t: newTemplate(data), kind: KindOversized}
 	}
 	r.add(es, func(c *Counts) { c.Oversized += int64(n) })
 }
@@ -183,9 +183,9 @@ func (r *Server) Oversized(n, size int) {
 // their last good position.
 func (r *Server) BadIDs(n int, id string) {
 	rec := Generate(r.nextSeed(), n)
-	es := make([]*entry, n)
+	es := make([]entry, n)
 	for i, data := range rec.Events {
-		es[i] = &entry{t: newTemplate(data), kind: KindBadID, sseID: id}
+		es[i] = entry{t: newTemplate(data), kind: KindBadID, sseID: id}
 	}
 	r.add(es, func(c *Counts) { c.BadIDs += int64(n) })
 }

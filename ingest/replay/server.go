@@ -92,12 +92,12 @@ type Event struct {
 type Server struct {
 	cfg Config
 
-	mu      sync.RWMutex
-	entries []*entry
-	more    chan struct{} // closed and replaced when entries grow
-	loops   [][]*template // templates of each loop pass, for Resend
-	counts  Counts
-	calls   int64 // enqueue calls, for per-call seeds
+	mu     sync.RWMutex
+	log    entryLog
+	more   chan struct{} // closed and replaced when the log grows
+	loops  [][]*template // templates of each loop pass, for Resend
+	counts Counts
+	calls  int64 // enqueue calls, for per-call seeds
 
 	sent, conns, attempts atomic.Int64
 
@@ -167,7 +167,7 @@ func (r *Server) Counts() Counts {
 func (r *Server) Len() int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return len(r.entries)
+	return r.log.n
 }
 
 // Events describes the held events from index from on.
@@ -177,9 +177,10 @@ func (r *Server) Events(from int) []Event {
 	if from < 0 {
 		from = 0
 	}
-	out := make([]Event, 0, max(0, len(r.entries)-from))
-	for i := from; i < len(r.entries); i++ {
-		e := r.entries[i]
+	log := r.log.view()
+	out := make([]Event, 0, max(0, log.n-from))
+	for i := from; i < log.n; i++ {
+		e, _ := log.entry(i)
 		out = append(out, Event{Index: i, Position: int64(i / r.cfg.IDGroup), Kind: e.kind,
 			Loop: e.loop, MetaID: e.metaID(r.cfg.Seed), Type: e.t.typ})
 	}

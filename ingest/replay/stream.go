@@ -64,7 +64,8 @@ func (r *Server) startIndex(req *http.Request) (int, error) {
 		r.mu.RLock()
 		defer r.mu.RUnlock()
 		ns := since.UnixNano()
-		return sort.Search(len(r.entries), func(i int) bool { return r.entries[i].enq >= ns }), nil
+		log := r.log.view()
+		return sort.Search(log.n, func(i int) bool { return log.at(i).enq >= ns }), nil
 	}
 	return 0, nil
 }
@@ -133,19 +134,20 @@ func (r *Server) serve(ctx context.Context, c sseConn, idx int) {
 	idBuf := make([]byte, 0, 128)
 	for {
 		r.mu.RLock()
-		batch := r.entries[min(idx, len(r.entries)):]
+		log := r.log.view()
 		more := r.more
 		r.mu.RUnlock()
-		if len(batch) == 0 {
+		if idx >= log.n {
 			if !r.idle(ctx, c, more) {
 				return
 			}
 			continue
 		}
-		for i, e := range batch {
+		for i := 0; idx < log.n; i++ {
 			if i%64 == 63 && r.stopped(ctx) {
 				return
 			}
+			e, rec := log.entry(idx)
 			if r.cfg.Rate > 0 && !r.keepPace(ctx, c, started, sentHere) {
 				return
 			}
@@ -157,7 +159,7 @@ func (r *Server) serve(ctx context.Context, c sseConn, idx int) {
 				c.bw.Write(idBuf)
 			}
 			c.bw.WriteString("\ndata: ")
-			e.writeData(c.bw, r.cfg.Seed, r.cfg.Restamp || e.kind == KindLate || e.stamp.Load() != 0, time.Now())
+			e.writeData(c.bw, r.cfg.Seed, r.cfg.Restamp || e.kind == KindLate || rec.stamp.Load() != 0, &rec.stamp, time.Now())
 			if _, err := c.bw.WriteString("\n\n"); err != nil {
 				return
 			}
