@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 
 	"github.com/google/pprof/profile"
@@ -26,14 +27,16 @@ var stages = []string{"ingest", "bronze", "dlq", "silver", "sessions", "marts", 
 // labelKey is the pprof label that names a goroutine's component.
 const labelKey = "component"
 
-// stageOf maps a sample's component label to its stage.
+// stageOf maps a sample's component label to its stage: a label that
+// names a stage is that stage, no label is runtime, any other (health,
+// retention) is other.
 func stageOf(label string) string {
-	switch label {
-	case "":
+	switch {
+	case label == "":
 		return "runtime"
-	case "ingest", "bronze", "dlq", "silver", "sessions", "marts", "broker", "replay", "bench":
+	case label != "runtime" && slices.Contains(stages, label):
 		return label
-	default: // health, retention
+	default:
 		return "other"
 	}
 }

@@ -25,7 +25,7 @@ func profileOrSkip(t *testing.T) *cpuProfile {
 	t.Helper()
 	p := startCPUProfile()
 	if p.err != nil {
-		t.Skipf("cannot profile: %v", p.err)
+		t.Skipf("cannot profile: another CPU profile runs in this process (go test -cpuprofile); the split is not measurable here: %v", p.err)
 	}
 	return p
 }
