@@ -7,6 +7,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icetable "github.com/apache/iceberg-go/table"
+
+	"lakehouse/table"
 )
 
 func TestQueryErrors(t *testing.T) {
@@ -95,6 +101,53 @@ func TestQueryEveryTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := out.String(), "bronze,silver,sessions,progress,named_column\n20,20,7,0,0\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestQueryCountsSplitFilesOnce: a data file the Iceberg planner splits
+// into several tasks (as it splits any file over read.split.target-size,
+// 128 MiB by default: a compacted day of bronze) is read once: query's
+// count equals the table's record count and its distinct offsets.
+func TestQueryCountsSplitFilesOnce(t *testing.T) {
+	ctx := context.Background()
+	lake := openTestLake(t, t.TempDir())
+	tbl, err := lake.Catalog().LoadTable(ctx, icetable.Identifier{"bronze", "recentchange"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{icetable.ParquetRowGroupLimitKey: "50", icetable.ReadSplitTargetSizeKey: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 2, 26, 14, 0, 0, 0, time.UTC)
+	var rows []row
+	for i := range 1000 {
+		rows = append(rows, bronzeRow(int32(i%2), int64(i/2), "edit", at.Add(time.Duration(i)*time.Second)))
+	}
+	commit(t, lake, table.Bronze, "bronze", 0, table.BronzeSchema, rows)
+	if tbl, err = lake.Catalog().LoadTable(ctx, icetable.Identifier{"bronze", "recentchange"}); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]bool{}
+	for _, task := range tasks {
+		files[task.File.FilePath()] = true
+	}
+	if len(tasks) <= len(files) {
+		t.Fatalf("inconclusive: %d tasks for %d files; want the files split", len(tasks), len(files))
+	}
+	var out bytes.Buffer
+	if err := Query(ctx, lake, "SELECT count(*) AS n, count(DISTINCT (broker_partition, broker_offset)) AS offsets FROM bronze.recentchange", FormatCSV, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "n,offsets\n1000,1000\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

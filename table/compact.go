@@ -99,9 +99,9 @@ func (l *Lake) Compact(ctx context.Context, ident string, pol CompactPolicy) (Co
 	if tbl.CurrentSnapshot() == nil {
 		return CompactResult{}, nil
 	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	tasks, err := planFiles(ctx, ident, tbl.Scan().PlanFiles)
 	if err != nil {
-		return CompactResult{}, fmt.Errorf("compact %s: plan files: %w", ident, err)
+		return CompactResult{}, fmt.Errorf("compact %s: %w", ident, err)
 	}
 	groups, err := planCompaction(tasks, pol, dayField(tbl))
 	if err != nil || len(groups) == 0 {

@@ -59,6 +59,11 @@ var (
 	// one is a zombie, or two run at once). Nothing was committed, and
 	// retrying cannot help.
 	ErrFenced = errors.New("another writer committed this query's batches")
+
+	// ErrRepeatedFile means a scan plan named one data file twice (or
+	// part of it): the error names the file. A reader refuses such a plan
+	// rather than count the file's rows twice (see planFiles).
+	ErrRepeatedFile = errors.New("scan plan names a data file twice")
 )
 
 // transientError is a sentinel error that package transient counts as

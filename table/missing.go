@@ -62,9 +62,9 @@ func (l *Lake) CheckDataFiles(ctx context.Context, ident string) (FileCheck, err
 		return out, nil
 	}
 	out.Snapshot = snap.SnapshotID
-	tasks, err := tbl.Scan(icetable.WithSnapshotID(snap.SnapshotID)).PlanFiles(ctx)
+	tasks, err := planFiles(ctx, ident, tbl.Scan(icetable.WithSnapshotID(snap.SnapshotID)).PlanFiles)
 	if err != nil {
-		return out, fmt.Errorf("check data files of %s: plan: %w", ident, err)
+		return out, fmt.Errorf("check data files of %s: %w", ident, err)
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
@@ -137,9 +137,9 @@ func (l *Lake) ReadPresent(ctx context.Context, c FileCheck, columns ...string) 
 	}
 	scan := tbl.Scan(opts...)
 	defer scan.Close()
-	tasks, err := scan.PlanFiles(ctx)
+	tasks, err := planFiles(ctx, c.Ident, scan.PlanFiles)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: plan: %w", c.Ident, err)
+		return nil, fmt.Errorf("read %s: %w", c.Ident, err)
 	}
 	tasks = slices.DeleteFunc(tasks, func(t icetable.FileScanTask) bool {
 		return slices.ContainsFunc(c.Missing, func(m FileInfo) bool { return m.Path == t.File.FilePath() })

@@ -228,9 +228,9 @@ func (v *TableView) ReadAppended(ctx context.Context, snapshotID int64, columns 
 	if v.tbl.SnapshotByID(snapshotID) == nil {
 		return nil, fmt.Errorf("read snapshot %d of %s: %w", snapshotID, v.Ident, ErrSnapshotNotFound)
 	}
-	tasks, err := v.tbl.NewIncrementalAppendScan().FromSnapshotInclusive(snapshotID).ToSnapshot(snapshotID).PlanFiles(ctx)
+	tasks, err := planFiles(ctx, v.Ident, v.tbl.NewIncrementalAppendScan().FromSnapshotInclusive(snapshotID).ToSnapshot(snapshotID).PlanFiles)
 	if err != nil {
-		return nil, fmt.Errorf("plan snapshot %d of %s: %w", snapshotID, v.Ident, err)
+		return nil, fmt.Errorf("snapshot %d: %w", snapshotID, err)
 	}
 	var opts []icetable.ScanOption // no snapshot id: read with the current schema, as Lake.ReadAppended
 	if len(columns) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -75,9 +76,9 @@ func (l *Lake) Overwrite(ctx context.Context, ident string, schema *arrow.Schema
 func replaceAll(ctx context.Context, tbl *icetable.Table, added []iceberg.DataFile, props iceberg.Properties) error {
 	var live []iceberg.DataFile
 	if tbl.CurrentSnapshot() != nil {
-		tasks, err := tbl.Scan().PlanFiles(ctx)
+		tasks, err := planFiles(ctx, strings.Join(tbl.Identifier(), "."), tbl.Scan().PlanFiles)
 		if err != nil {
-			return fmt.Errorf("plan live files: %w", err)
+			return fmt.Errorf("live files: %w", err)
 		}
 		for _, t := range tasks {
 			live = append(live, t.File)

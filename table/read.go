@@ -141,10 +141,10 @@ func (l *Lake) ReadAppended(ctx context.Context, ident string, snapshotID int64)
 }
 
 func (l *Lake) readAppended(ctx context.Context, ident string, tbl *icetable.Table, snapshotID int64) ([]arrow.RecordBatch, error) {
-	tasks, err := tbl.NewIncrementalAppendScan().
-		FromSnapshotInclusive(snapshotID).ToSnapshot(snapshotID).PlanFiles(ctx)
+	tasks, err := planFiles(ctx, ident, tbl.NewIncrementalAppendScan().
+		FromSnapshotInclusive(snapshotID).ToSnapshot(snapshotID).PlanFiles)
 	if err != nil {
-		return nil, fmt.Errorf("plan snapshot %d of %s: %w", snapshotID, ident, err)
+		return nil, fmt.Errorf("snapshot %d: %w", snapshotID, err)
 	}
 	// A scan without a snapshot id reads with the current schema (one with
 	// WithSnapshotID would use the snapshot's own, with the old names); the
@@ -351,9 +351,9 @@ func (l *Lake) dataFiles(ctx context.Context, ident, column string, wantInt bool
 		return out, nil
 	}
 	out.SnapshotID = snap.SnapshotID
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	tasks, err := planFiles(ctx, ident, tbl.Scan().PlanFiles)
 	if err != nil {
-		return Files{}, fmt.Errorf("plan files of %s: %w", ident, err)
+		return Files{}, err
 	}
 	for _, t := range tasks {
 		if len(t.DeleteFiles) > 0 {
