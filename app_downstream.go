@@ -129,7 +129,9 @@ func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
 	return snap, err
 }
 
-// demoSummary refreshes the gold marts once and prints what they hold.
+// demoSummary refreshes the gold marts once and prints what they hold. It
+// returns the refresh's error (ErrChecksFailed naming the checks that
+// failed, after printing every check and the summary) or the summary's.
 func (p *pipeline) demoSummary(ctx context.Context, w io.Writer) error {
 	rep, err := p.marts.Refresh(ctx)
 	if err != nil && !errors.Is(err, marts.ErrChecksFailed) {
@@ -138,5 +140,8 @@ func (p *pipeline) demoSummary(ctx context.Context, w io.Writer) error {
 	for _, c := range rep.Checks {
 		fmt.Fprintf(w, "demo: asset check %s\n", c)
 	}
-	return p.marts.Summary(ctx, w)
+	if serr := p.marts.Summary(ctx, w); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
 }

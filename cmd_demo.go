@@ -101,25 +101,33 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	if err := p.demoSummary(ctx, stdout); err != nil {
-		fmt.Fprintf(stdout, "demo: summary failed: %v\n", err)
+	// A failed check or a summary that could not run fails the demo (a
+	// non-zero exit), after the lake's address is printed for a look.
+	failed := p.demoSummary(ctx, stdout)
+	if failed != nil {
+		fmt.Fprintf(stdout, "demo: FAILED: %v\n", failed)
 	}
 	printDemoLake(stdout, f.data)
-	return demoFinish(stdout, *follow, errc, stop)
+	return demoFinish(stdout, *follow, errc, stop, failed)
 }
 
 // demoFinish stops the pipeline, or with follow keeps it running until
-// Ctrl-C, and returns how it ended.
-func demoFinish(stdout io.Writer, follow bool, errc <-chan error, stop context.CancelFunc) error {
+// Ctrl-C, and returns how it ended: failed (the summary's verdict) first.
+func demoFinish(stdout io.Writer, follow bool, errc <-chan error, stop context.CancelFunc, failed error) error {
+	var err error
 	if follow {
 		fmt.Fprintln(stdout, "demo: following; Ctrl-C stops")
-		return <-errc
+		err = <-errc
+	} else {
+		stop()
+		if err = <-errc; errors.Is(err, context.Canceled) {
+			err = nil
+		}
 	}
-	stop()
-	if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
-		return err
+	if failed != nil {
+		return failed
 	}
-	return nil
+	return err
 }
 
 // startDemoSource starts the demo's replay server (f.source becomes its

@@ -199,6 +199,13 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// The marts' DuckDB spills to <data>/tmp/duckdb, which nothing but the
+	// marts creates (DuckDB makes only the last element, and only once a
+	// statement spills): it exists after a refresh of a new data
+	// directory.
+	if st, err := os.Stat(filepath.Join(dir, "tmp", "duckdb")); err != nil || !st.IsDir() {
+		t.Errorf("after the demo's refresh the spill directory is missing: %v", err)
+	}
 	// Event times spread over hours: sessions close and every gold mart
 	// has rows.
 	for _, tbl := range append([]string{"silver.editor_sessions"}, marts.GoldTables...) {
@@ -218,6 +225,27 @@ func TestDemo(t *testing.T) {
 	out.Reset()
 	if code := run([]string{"demo", "--data", dir, "--events", "100", "--loops", "1", "--rate", "0"}, &out, &out); code != 0 {
 		t.Fatalf("second demo on the same directory exited %d:\n%s", code, out.String())
+	}
+}
+
+// TestDemoFailsWhenACheckFails: a demo whose asset check fails exits
+// non-zero, after printing the check. The marts' DuckDB memory limit is
+// set too small for the freshness check's Parquet reads.
+func TestDemoFailsWhenACheckFails(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	var out strings.Builder
+	code := run([]string{"demo", "--data", dir, "--events", "2000", "--loops", "3", "--rate", "0", "--marts-memory", "16MB"}, &out, &out)
+	failed := strings.Contains(out.String(), "asset check FAIL")
+	switch {
+	case !failed && code == 0:
+		t.Fatalf("inconclusive: every check passed under a 16MB memory limit:\n%s", out.String())
+	case failed && code == 0:
+		t.Fatalf("demo exited 0 although a check failed:\n%s", out.String())
+	case !failed:
+		t.Fatalf("demo exited %d without a failed check:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "asset checks failed") {
+		t.Errorf("the demo's error does not say the checks failed:\n%s", out.String())
 	}
 }
 

@@ -134,7 +134,8 @@ type Config struct {
 	Topic string
 	// DuckMemoryLimit is DuckDB's memory_limit for refreshes and checks
 	// (DefaultDuckMemoryLimit), DuckTempDir where they spill past it
-	// (main: <data>/tmp/duckdb; "" : a directory under os.TempDir()).
+	// (main: <data>/tmp/duckdb; "" : a directory under os.TempDir()),
+	// created with its parents whenever a refresh or check opens DuckDB.
 	DuckMemoryLimit string
 	DuckTempDir     string
 	// DuckThreads is DuckDB's threads for refreshes and checks

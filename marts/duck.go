@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -40,8 +41,9 @@ type duck struct {
 type duckLimits struct {
 	// MemoryLimit is DuckDB's memory_limit ("256MB"); "" keeps the default.
 	MemoryLimit string
-	// TempDir is where DuckDB spills what does not fit (temp_directory);
-	// "" keeps the default.
+	// TempDir is where DuckDB spills what does not fit (temp_directory),
+	// created (with its parents) when the database opens; "" keeps the
+	// default.
 	TempDir string
 	// Threads is DuckDB's threads; 0 keeps the default (one per core).
 	Threads int
@@ -68,6 +70,14 @@ func openLakeDuck(ctx context.Context, lake lakeAPI, lim duckLimits) (*duck, err
 }
 
 func openDuckLimited(ctx context.Context, lim duckLimits) (*duck, error) {
+	if lim.TempDir != "" {
+		// DuckDB creates only the last element of temp_directory, and only
+		// once a statement spills: a missing parent (<data>/tmp on a new
+		// data directory) failed the first check that needed to spill.
+		if err := os.MkdirAll(lim.TempDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create DuckDB spill directory %s: %w", lim.TempDir, err)
+		}
+	}
 	conn, err := duckdb.NewConnector(duckDSN, func(ex driver.ExecerContext) error {
 		// Hours and days of the marts are UTC days, whatever the host zone.
 		stmts := []string{"SET TimeZone = 'UTC'", utcDayMacro}

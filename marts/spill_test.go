@@ -3,6 +3,7 @@ package marts
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -35,7 +36,9 @@ func TestRefreshSpillsUnderMemoryLimit(t *testing.T) {
 		}
 		commit(t, lake, table.SilverEdits, "silver", int64(b), table.SilverEditsSchema, rs)
 	}
-	m := New(lake, fakeLog{}, Config{Logger: quietLogger(), DuckMemoryLimit: "24MB", DuckTempDir: t.TempDir()})
+	// A spill directory whose parent does not exist yet, as <data>/tmp/duckdb
+	// on a new data directory: DuckDB creates only the last element.
+	m := New(lake, fakeLog{}, Config{Logger: quietLogger(), DuckMemoryLimit: "24MB", DuckTempDir: filepath.Join(t.TempDir(), "tmp", "duckdb")})
 	rep, err := m.Refresh(context.Background())
 	if err != nil {
 		t.Fatalf("refresh under a 24MB memory_limit: %v", err)
