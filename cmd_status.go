@@ -107,7 +107,10 @@ func printStatus(w io.Writer, o observation) {
 	}
 	tw.Flush()
 	if r := o.Refresh; r != nil {
-		fmt.Fprintf(w, "\nlast marts refresh %s (%s):\n", r.Started.Local().Format(time.TimeOnly), time.Duration(r.DurationS*float64(time.Second)).Round(time.Millisecond))
+		fmt.Fprintf(w, "\nlast marts refresh %s (%s), rebuilt %s:\n", r.Started.Local().Format(time.TimeOnly), time.Duration(r.DurationS*float64(time.Second)).Round(time.Millisecond), r.Scope)
+		if r.Err != "" {
+			fmt.Fprintf(w, "  FAILED: %s\n", r.Err)
+		}
 		for _, c := range r.Checks {
 			fmt.Fprintf(w, "  %s\n", c)
 		}

@@ -90,6 +90,9 @@ func (h *health) evaluate(o observation) healthState {
 		stalled = stalled || st
 	}
 	if o.Refresh != nil {
+		if o.Refresh.Err != "" {
+			reasons = append(reasons, fmt.Sprintf("marts refresh %s failed: %s", o.Refresh.RunID, o.Refresh.Err))
+		}
 		for _, c := range o.Refresh.Checks {
 			if !c.Passed {
 				reasons = append(reasons, fmt.Sprintf("asset check %s failed: %s", c.Name, c.Message))

@@ -77,6 +77,8 @@ func TestHealthRules(t *testing.T) {
 		{"stalled", obs(queryObs{Name: "bronze", Lag: 50, Totals: batches(0)}), "query bronze stalled", false},
 		{"error", obs(queryObs{Name: "sessions", Error: "read state: corrupt"}), "query sessions: read state: corrupt", false},
 		{"id change", obs(queryObs{Name: "bronze", IDChanges: 1, PreviousQueryID: "a", QueryID: "b", Totals: batches(0)}), "checkpoint was lost", true},
+		{"refresh failed", withRefresh(obs(), &refreshObs{RunID: "refresh-1", Err: "create DuckDB spill directory /d/tmp/duckdb: permission denied"}),
+			"marts refresh refresh-1 failed: create DuckDB spill directory /d/tmp/duckdb: permission denied", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHealth(rules, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -97,6 +99,8 @@ func TestHealthRules(t *testing.T) {
 		})
 	}
 }
+
+func withRefresh(o observation, r *refreshObs) observation { o.Refresh = r; return o }
 
 // TestHealthzNotOKWhileIngestCannotConnect: /healthz says "ok" while ingest
 // is connected, and 503 with the reason once ingest has had no connection

@@ -120,6 +120,7 @@ type refreshObs struct {
 	Rows       map[string]int64 `json:"rows"`
 	Checks     []marts.Check    `json:"checks"`
 	Highlights marts.Highlights `json:"highlights"`
+	Err        string           `json:"error,omitempty"` // why the refresh could not run to its end
 }
 
 // hops are the counts along the pipeline, source to gold.
@@ -199,7 +200,7 @@ func (p *pipeline) observe(ctx context.Context) observation {
 	if mts != nil {
 		if rep, ok := mts.LastReport(); ok {
 			o.Refresh = &refreshObs{RunID: rep.RunID, Started: rep.Started, DurationS: rep.Duration.Seconds(),
-				Scope: rep.Scope, Rows: rep.Rows, Checks: rep.Checks, Highlights: rep.Highlights}
+				Scope: rep.Scope, Rows: rep.Rows, Checks: rep.Checks, Highlights: rep.Highlights, Err: rep.Err}
 		}
 	}
 	return o

@@ -122,10 +122,11 @@ func BenchmarkRefreshAfterAppend(b *testing.B) {
 			for b.Loop() {
 				add(next, 5_000, func(k int) time.Time { return last.Add(-time.Duration(next+5_000-k) * time.Millisecond) })
 				next += 5_000
+				refresh := m.Refresh
 				if mode == "full" {
-					m = New(lake, fakeLog{}, Config{Logger: quietLogger()})
+					refresh = m.Rebuild
 				}
-				rep, err := m.Refresh(ctx)
+				rep, err := refresh(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}

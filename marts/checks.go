@@ -155,7 +155,7 @@ func (m *Marts) checkBronzeOffsets(ctx context.Context, d *duck) (Check, error) 
 	c.Passed = c.Observed == 0
 	if c.Passed {
 		c.Message = fmt.Sprintf("%d bronze rows over %d partitions, dense and unique (%s); %d offsets not yet in bronze", total, len(parts), how, lag)
-		m.bronzeSeen = &bronzeSeen{stats: bronze, rows: d.rows[table.Bronze]}
+		m.bronzeSeen = &bronzeSeen{table: m.bronzeTable, stats: bronze, rows: d.rows[table.Bronze]}
 	} else {
 		c.Message = strings.Join(problems, "; ")
 	}

@@ -21,6 +21,7 @@ type offsetStat struct{ rows, distinct, min, max, held int64 }
 // partition, bronze held rows offsets, dense and unique, up to max; rows
 // is bronze's row count then (from the manifests).
 type bronzeSeen struct {
+	table string // bronze's UUID
 	stats map[int]offsetStat
 	rows  int64
 }
@@ -144,6 +145,10 @@ func (m *Marts) attachBronze(ctx context.Context, d *duck) (int64, error) {
 		return 0, fmt.Errorf("plan %s: %w", table.Bronze, err)
 	}
 	m.bronzeAll = nil
+	if prev := m.bronzeSeen; prev != nil && prev.table != f.TableUUID {
+		m.bronzeSeen = nil // counted in a table since created again
+	}
+	m.bronzeTable = f.TableUUID
 	view := f
 	if prev := m.bronzeSeen; prev != nil && len(prev.stats) > 0 {
 		floor := minMax(prev.stats)

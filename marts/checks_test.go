@@ -153,7 +153,7 @@ func overwriteGold(t *testing.T, lake *table.Lake, ident, stmt string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lake.Overwrite(ctx, ident, sc, recs); err != nil {
+	if err := lake.Overwrite(ctx, ident, sc, recs, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range recs {

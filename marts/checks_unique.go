@@ -27,19 +27,21 @@ import (
 // still live (their days did not change, or they are in scope).
 func (m *Marts) attachUnseen(ctx context.Context, d *duck, sc scope, inDays string) error {
 	seen := m.idsSeen
-	if sc.full {
-		seen = nil // a full refresh counts every id of the table at once
+	if sc.days.full || seen != nil && seen.table != sc.allEdits.TableUUID {
+		// A full refresh counts every id of the table at once; files of a
+		// silver table since created again tell nothing.
+		seen = nil
 	}
-	unseen := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return !seen[p] })
-	covered := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return seen[p] })
-	pending := make(map[string]bool, len(sc.allEdits.Paths))
+	unseen := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return !seen.has(p) })
+	covered := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return seen.has(p) })
+	pending := &seenFiles{table: sc.allEdits.TableUUID, files: make(map[uint64]bool, len(sc.allEdits.Paths))}
 	for _, p := range sc.allEdits.Paths {
-		if seen[p] {
-			pending[p] = true
+		if seen.has(p) {
+			pending.files[pathKey(p)] = true
 		}
 	}
 	for _, p := range sc.editFiles.Paths {
-		pending[p] = true
+		pending.files[pathKey(p)] = true
 	}
 	m.idsPending = pending
 	if err := d.attachWhere(ctx, table.SilverEdits+"_new", unseen, inDays); err != nil {

@@ -175,17 +175,21 @@ type Marts struct {
 	lastReport *Report        // newest Refresh
 
 	filesSeen map[string]filesCheck // per table, what the last compaction check saw (under mu)
-	inc       *incState             // what the last Refresh built from (under mu; nil: rebuild all)
+	// checkedLoaded: bronzeSeen and idsSeen were read from the lake's
+	// record (state.go) by this process's first refresh or check (under mu).
+	checkedLoaded bool
 	// bronzeSeen is what the last passing offsets check established (under
 	// mu; nil: count every row).
 	bronzeSeen *bronzeSeen
-	// bronzeAll is every bronze file when attachBronze attached fewer
-	// (under mu; nil: the view holds them all).
-	bronzeAll *table.Files
+	// bronzeAll is every bronze file when attachBronze attached fewer, and
+	// bronzeTable bronze's UUID as attachBronze planned it (under mu; nil:
+	// the view holds them all).
+	bronzeAll   *table.Files
+	bronzeTable string
 	// idsSeen holds the silver.edits files whose ids the last passing
 	// uniqueness check covered, idsPending those it will have covered if
 	// it passes (under mu; nil: none).
-	idsSeen, idsPending map[string]bool
+	idsSeen, idsPending *seenFiles
 	heldSince           map[string]time.Time // per table, when warnHeld last warned (under expireMu)
 }
 

@@ -10,11 +10,16 @@
 // (read_parquet with a field-id schema map, never union_by_name, no
 // extensions downloaded), rebuilds the marts in an in-memory DuckDB and
 // writes each one back with a full Iceberg overwrite, so any engine can read
-// gold. A Refresh rebuilds only the UTC days whose silver files changed
-// since the previous Refresh of the process and keeps the other days as it
-// wrote them (scope.go); the first Refresh of a process rebuilds every day.
-// The checks then read gold back from the lake and compare it with the
-// same pinned silver files, so a check sees what a reader would see.
+// gold. A Refresh rebuilds only the UTC days (and hours) whose silver files
+// changed since the gold mart was written and keeps the other days as they
+// were (scope.go). The checks then read gold back from the lake and compare
+// it with the same pinned silver files, so a check sees what a reader would
+// see. What the marts and the checks know between refreshes (what each mart
+// was built from, how far the offsets and uniqueness checks have counted)
+// is kept in the lake beside what it describes (state.go), never only in
+// memory: the first Refresh after a restart does what changed since the
+// last one before it, however much history the lake holds. A full pass over
+// history is the explicit Rebuild.
 // A Refresh's (and a Check's) DuckDB work stays on one OS thread, so its
 // allocator reuses one arena instead of keeping a query's peak per thread,
 // and no statement groups more than Config.ChunkRows edits where a mart or
@@ -26,10 +31,12 @@
 // maintenance run, marker query "marts").
 //
 // What survives a crash: every gold overwrite and every ops commit that
-// returned. A crash in the middle of a Refresh can leave some marts rebuilt
-// and others from the previous refresh; nothing is ever half written (each
-// overwrite is one Iceberg snapshot) and the next Refresh, the first of its
-// process, rebuilds all four from every day of silver.
+// returned, each with its record of what it was built from or what the
+// checks established (in the same commit). A crash in the middle of a
+// Refresh can leave some marts rebuilt and others from the previous
+// refresh; nothing is ever half written (each overwrite is one Iceberg
+// snapshot), and the next Refresh rebuilds each mart's units that changed
+// since that mart was written.
 // Maintenance commits are atomic the same way: a compaction either replaces
 // its files in one snapshot or changes nothing, and the streams' exactly-once
 // markers live in table properties that compaction and expiry carry over.

@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	icetable "github.com/apache/iceberg-go/table"
+
 	"lakehouse/table"
 )
 
@@ -58,18 +62,21 @@ func TestIncrementalRefreshEqualsFull(t *testing.T) {
 	step := func(name, wantScope string) {
 		t.Helper()
 		rep, err := m.Refresh(ctx)
+		if err == nil && rep.Err != "" {
+			t.Fatalf("%s: refresh without an error reports one: %s", name, rep.Err)
+		}
 		if err != nil {
 			t.Fatalf("%s: incremental refresh: %v", name, err)
 		}
 		if !strings.HasPrefix(rep.Scope, wantScope) {
 			t.Fatalf("%s: refresh scope %q, want %q", name, rep.Scope, wantScope)
 		}
-		full, err := New(ref, fakeLog{}, Config{Logger: quietLogger()}).Refresh(ctx)
+		full, err := New(ref, fakeLog{}, Config{Logger: quietLogger()}).Rebuild(ctx)
 		if err != nil {
 			t.Fatalf("%s: full refresh: %v", name, err)
 		}
-		if !strings.HasPrefix(full.Scope, "full") {
-			t.Fatalf("%s: a new Marts refreshed with scope %q, want full", name, full.Scope)
+		if full.Scope != "full (a rebuild was asked for)" {
+			t.Fatalf("%s: a rebuild refreshed with scope %q, want full", name, full.Scope)
 		}
 		for _, id := range GoldTables {
 			got, want := dumpTable(t, inc, id), dumpTable(t, ref, id)
@@ -83,7 +90,7 @@ func TestIncrementalRefreshEqualsFull(t *testing.T) {
 	edits(day(0, 10), 40)
 	edits(day(1, 9), 40)
 	sessions(0, 30, 60*24)
-	step("first", "full (first refresh")
+	step("first", "full (no record of what it was built from)")
 	edits(day(1, 11), 30)
 	step("append to the newest day", "1 edit days (1 hours), 0 session days")
 	step("nothing new", "0 edit days (0 hours), 0 session days")
@@ -107,12 +114,47 @@ func TestIncrementalRefreshEqualsFull(t *testing.T) {
 	if n := strings.Count(dumpTable(t, inc, TopEditorsDaily), day(0, 0).Format(time.DateOnly)); n != 0 {
 		t.Fatalf("top_editors_daily still has %d rows of the day retention deleted", n)
 	}
-	// Someone else rewrites gold: the next refresh must not trust its days.
-	if _, err := New(inc, fakeLog{}, Config{Logger: quietLogger()}).Refresh(ctx); err != nil {
+	// A restart: a new Marts knows what the lake recorded, not nothing.
+	m = New(inc, fakeLog{}, Config{Logger: quietLogger()})
+	edits(day(2, 1), 10)
+	step("a new process", "1 edit days (1 hours), 0 session days")
+	step("a new process, nothing new", "0 edit days (0 hours), 0 session days")
+	// Another engine appends a row to a gold table: the next refresh must
+	// not trust that mart's record of its days, and only that mart's.
+	appendExternally(t, inc, TopEditorsDaily, row{"day": day(2, 0), "wiki": "wiki9", "user": "Mallory", "bot": false, "rank": int32(1), "edits": int64(999), "bytes_changed": int64(1)})
+	edits(day(2, 2), 5)
+	step("gold appended to by another engine", "all edit days (its rows changed since it recorded what it was built from (another writer)) (1 hours), 0 session days")
+	// A writer through this package's Overwrite without a record of its
+	// own: the record it replaced does not describe its rows.
+	top, _ := martOf(TopEditorsDaily)
+	if err := inc.Overwrite(ctx, TopEditorsDaily, top.schema, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	edits(day(2, 1), 10)
-	step("gold written by another Marts", "full (a gold table is not at the snapshot")
+	edits(day(2, 3), 5)
+	step("gold overwritten without a record", "all edit days (no record of what it was built from) (1 hours), 0 session days")
+}
+
+// appendExternally appends r to ident through iceberg-go alone, as another
+// engine writing to the lake would.
+func appendExternally(t *testing.T, lake *table.Lake, ident string, r row) {
+	t.Helper()
+	ctx := context.Background()
+	mt, _ := martOf(ident)
+	rec := recordOf(t, mt.schema, []row{r})
+	defer rec.Release()
+	tbl, err := lake.Catalog().LoadTable(ctx, icetable.Identifier{"gold", strings.TrimPrefix(ident, "gold.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := array.NewTableFromRecords(mt.schema, []arrow.RecordBatch{rec})
+	defer at.Release()
+	txn := tbl.NewTransaction()
+	if err := txn.AppendTable(ctx, at, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // dumpTable renders every row of ident, sorted, as CSV.

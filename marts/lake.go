@@ -15,12 +15,13 @@ type lakeAPI interface {
 	DataFiles(ctx context.Context, ident string) (table.Files, error)
 	DataFilesWithBounds(ctx context.Context, ident, column string) (table.Files, error)
 	DataFilesWithRange(ctx context.Context, ident, column string) (table.Files, error)
-	Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch) error
+	Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch, props map[string]string) error
 	Compact(ctx context.Context, ident string, pol table.CompactPolicy) (table.CompactResult, error)
 	ExpireSnapshots(ctx context.Context, ident string, keepLast int, olderThan time.Duration, protect int64) (int, error)
 	DeleteOrphanFiles(ctx context.Context, ident string, olderThan time.Duration) (int, error)
 	DeleteBefore(ctx context.Context, ident, column string, cutoff time.Time) (int64, error)
 	Stats(ctx context.Context, ident string) (table.Stats, error)
+	Properties(ctx context.Context, ident string) (map[string]string, error)
 	Maintained(ctx context.Context, ident, job string) (time.Time, bool, error)
 	MarkMaintained(ctx context.Context, ident, job string, at time.Time) error
 	LastCommitted(ctx context.Context, ident, query string) (table.Marker, bool, error)

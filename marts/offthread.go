@@ -42,8 +42,8 @@ func (o offThread) DataFilesWithBounds(ctx context.Context, ident, column string
 func (o offThread) DataFilesWithRange(ctx context.Context, ident, column string) (table.Files, error) {
 	return off(func() (table.Files, error) { return o.l.DataFilesWithRange(ctx, ident, column) })
 }
-func (o offThread) Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch) error {
-	_, err := off(func() (struct{}, error) { return struct{}{}, o.l.Overwrite(ctx, ident, schema, recs) })
+func (o offThread) Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch, props map[string]string) error {
+	_, err := off(func() (struct{}, error) { return struct{}{}, o.l.Overwrite(ctx, ident, schema, recs, props) })
 	return err
 }
 func (o offThread) Compact(ctx context.Context, ident string, pol table.CompactPolicy) (table.CompactResult, error) {
@@ -68,6 +68,9 @@ func (o offThread) Maintained(ctx context.Context, ident, job string) (time.Time
 	}
 	r, err := off(func() (tb, error) { t, b, err := o.l.Maintained(ctx, ident, job); return tb{t, b}, err })
 	return r.t, r.b, err
+}
+func (o offThread) Properties(ctx context.Context, ident string) (map[string]string, error) {
+	return off(func() (map[string]string, error) { return o.l.Properties(ctx, ident) })
 }
 func (o offThread) MarkMaintained(ctx context.Context, ident, job string, at time.Time) error {
 	_, err := off(func() (struct{}, error) { return struct{}{}, o.l.MarkMaintained(ctx, ident, job, at) })

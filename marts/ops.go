@@ -26,8 +26,14 @@ var (
 		col{"numbers", str}, col{"message", str})
 )
 
-// recordChecks appends checks to ops.asset_checks.
+// recordChecks appends checks to ops.asset_checks, with, in the same
+// commit, the record of what the passing offsets and uniqueness checks
+// established (state.go).
 func (m *Marts) recordChecks(ctx context.Context, runID string, checks []Check) error {
+	props, err := checkedProps(m.bronzeSeen, m.idsSeen)
+	if err != nil {
+		return err
+	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, AssetChecksSchema)
 	defer b.Release()
 	for _, c := range checks {
@@ -47,7 +53,34 @@ func (m *Marts) recordChecks(ctx context.Context, runID string, checks []Check) 
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	return m.appendOps(ctx, OpsAssetChecks, AssetChecksSchema, runID, rec)
+	return m.appendOps(ctx, OpsAssetChecks, AssetChecksSchema, runID, rec, props)
+}
+
+// loadChecked reads, once per process, what the checks established before
+// it (ops.asset_checks' record): the first checks of a process then count
+// only what changed since. A record that cannot be read is logged and
+// costs a recount.
+func (m *Marts) loadChecked(ctx context.Context) {
+	if m.checkedLoaded {
+		return
+	}
+	props, err := m.lake.Properties(ctx, OpsAssetChecks)
+	if isNoTable(err) {
+		m.checkedLoaded = true
+		return
+	}
+	if err == nil {
+		var b *bronzeSeen
+		var ids *seenFiles
+		if b, ids, err = parseChecked(props); err == nil {
+			m.bronzeSeen, m.idsSeen, m.checkedLoaded = b, ids, true
+			return
+		}
+	}
+	if ctx.Err() == nil {
+		m.checkedLoaded = true // a record that cannot be read stays so; the checks recount
+	}
+	m.cfg.Logger.Warn("marts: read what the last checks established; this run counts every id and offset", "err", err)
 }
 
 // recordRun appends one run to ops.runs.
@@ -71,20 +104,21 @@ func (m *Marts) recordRun(ctx context.Context, r Run) error {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	return m.appendOps(ctx, OpsRuns, RunsSchema, r.ID, rec)
+	return m.appendOps(ctx, OpsRuns, RunsSchema, r.ID, rec, nil)
 }
 
 // appendOps appends rec to an ops table of this package as the next batch of
 // marker query "marts", creating the table on first use. Marts is the only
 // writer of these tables, and its jobs are serialised.
-func (m *Marts) appendOps(ctx context.Context, ident string, schema *arrow.Schema, runID string, rec arrow.RecordBatch) error {
+// props are table properties set in the same commit (nil: none).
+func (m *Marts) appendOps(ctx context.Context, ident string, schema *arrow.Schema, runID string, rec arrow.RecordBatch, props map[string]string) error {
 	// The next batch id is read from the marker: two appends at once would
 	// pick the same id and the second would be skipped as a replay.
 	m.opsMu.Lock()
 	defer m.opsMu.Unlock()
 	mk, ok, err := m.lake.LastCommitted(ctx, ident, opsQuery)
 	if isNoTable(err) {
-		if err := m.lake.Overwrite(ctx, ident, schema, nil); err != nil {
+		if err := m.lake.Overwrite(ctx, ident, schema, nil, nil); err != nil {
 			return fmt.Errorf("create %s: %w", ident, err)
 		}
 		mk, ok, err = m.lake.LastCommitted(ctx, ident, opsQuery)
@@ -98,8 +132,9 @@ func (m *Marts) appendOps(ctx context.Context, ident string, schema *arrow.Schem
 	}
 	_, err = m.lake.CommitBatch(ctx, ident, table.Batch{
 		Query: opsQuery, ID: next, Offsets: runID,
-		Records: []arrow.RecordBatch{rec},
-		Props:   map[string]string{"run-id": runID, "committed-at": time.Now().UTC().Format(time.RFC3339Nano)},
+		Records:    []arrow.RecordBatch{rec},
+		Props:      map[string]string{"run-id": runID, "committed-at": time.Now().UTC().Format(time.RFC3339Nano)},
+		TableProps: props,
 	})
 	if err != nil {
 		return fmt.Errorf("record in %s: %w", ident, err)

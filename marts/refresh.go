@@ -2,6 +2,7 @@ package marts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -38,6 +39,9 @@ type Report struct {
 	// Highlights are the marts' headline and top rows, read back after the
 	// rebuild (empty when that read failed; the refresh does not fail for it).
 	Highlights Highlights
+	// Err is why the refresh could not run to its end ("" when it did,
+	// whatever its checks found).
+	Err string
 }
 
 // Passed reports whether every check passed.
@@ -69,18 +73,37 @@ func (r Report) String() string {
 }
 
 // Refresh rebuilds the four gold marts from the committed silver snapshots,
-// writes each back with a full overwrite, runs the five asset checks on what
-// was written, and records the checks in ops.asset_checks and the run in
-// ops.runs. It returns an error wrapping ErrChecksFailed (with the full
-// Report) when a check fails, and other errors when a step could not run.
+// each only in the units of time whose silver changed since it was written
+// (scope.go), writes each back with a full overwrite, runs the five asset
+// checks on what was written, and records the checks in ops.asset_checks and
+// the run in ops.runs. What it knows of earlier refreshes is read from the
+// lake (state.go), so the first Refresh after a restart does what changed
+// since the last one before it. It returns an error wrapping
+// ErrChecksFailed (with the full Report) when a check fails, and other
+// errors when a step could not run (Report.Err says which).
 func (m *Marts) Refresh(ctx context.Context) (Report, error) {
+	return m.refreshJob(ctx, JobRefresh, "")
+}
+
+// Rebuild is Refresh over all of history: every unit of every mart is
+// rebuilt and every silver id and bronze offset counted, whatever the lake
+// records. It is the explicit full pass (for example after restoring gold
+// from elsewhere), never needed on the path to ready.
+func (m *Marts) Rebuild(ctx context.Context) (Report, error) {
+	return m.refreshJob(ctx, JobRebuild, "a rebuild was asked for")
+}
+
+func (m *Marts) refreshJob(ctx context.Context, job, whole string) (Report, error) {
 	var rep Report
-	run, err := m.runJob(ctx, JobRefresh, &m.mu, func(ctx context.Context, runID string) (string, error) {
+	run, err := m.runJob(ctx, job, &m.mu, func(ctx context.Context, runID string) (string, error) {
 		var err error
-		rep, err = m.refresh(ctx, runID)
+		rep, err = m.refresh(ctx, runID, whole)
 		return rep.String(), err
 	})
 	rep.RunID, rep.Started, rep.Duration = run.ID, run.Started, run.Duration
+	if err != nil && !errors.Is(err, ErrChecksFailed) {
+		rep.Err = err.Error()
+	}
 	if rep.RunID != "" {
 		m.lastMu.Lock()
 		m.lastReport = &rep
@@ -107,7 +130,9 @@ func (m *Marts) LastReport() (Report, bool) {
 // day held one query's peak per arena at once (+138 MiB against +78 on one
 // thread under a 64MB memory_limit, BenchmarkRefreshLateInTheDay). One
 // thread: one arena, reused. Lake calls run off this thread (offthread.go).
-func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
+// whole, when not "", rebuilds every unit of every mart and counts every
+// id and offset, for that reason (Rebuild).
+func (m *Marts) refresh(ctx context.Context, runID, whole string) (Report, error) {
 	rep := Report{RunID: runID, Rows: map[string]int64{}}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -119,39 +144,45 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 	if _, err := d.db.ExecContext(ctx, fmt.Sprintf("SET VARIABLE top_n = %d; SET VARIABLE hot_max_candidates = %d", m.cfg.TopN, m.cfg.hotMaxCandidates)); err != nil {
 		return rep, fmt.Errorf("set top_n and hot_max_candidates: %w", err)
 	}
-	// The gold tables as the previous Refresh left them: the days it does
-	// not rebuild are kept from here.
-	prevGold := map[string]int64{}
+	// The gold tables as they are: the units a mart does not rebuild are
+	// kept from here, and each says what it was built from.
+	gold := map[string]table.Files{}
 	for _, mt := range marts {
-		if prevGold[mt.ident], err = d.attachGoldAs(ctx, m.lake, mt, "gold_prev."+strings.TrimPrefix(mt.ident, "gold."), ""); err != nil {
+		f, err := planGold(ctx, m.lake, mt)
+		if err != nil {
+			return rep, err
+		}
+		gold[mt.ident] = f
+		if err := d.attachWhere(ctx, "gold_prev."+strings.TrimPrefix(mt.ident, "gold."), f, ""); err != nil {
 			return rep, err
 		}
 	}
+	m.loadChecked(ctx)
+	if whole != "" {
+		m.bronzeSeen, m.idsSeen = nil, nil
+	}
 	// Pin the inputs once: the marts and the checks use the same files.
-	prev := m.inc
-	m.inc = nil // until this Refresh has written every mart
-	sc, err := m.attachInputs(ctx, d, prev, prevGold)
+	sc, err := m.attachInputs(ctx, d, gold, whole)
 	if err != nil {
 		return rep, err
 	}
-	rep.SilverSnapshot, rep.SessionsSnapshot, rep.BronzeSnapshot = sc.editFiles.SnapshotID, sc.sessFiles.SnapshotID, sc.bronze
+	rep.SilverSnapshot, rep.SessionsSnapshot, rep.BronzeSnapshot = sc.allEdits.SnapshotID, sc.sessFiles.SnapshotID, sc.bronze
 	rep.Scope = sc.String()
 	for i, mt := range marts {
-		n, err := m.buildMart(ctx, d, i, mt, sc)
+		n, err := m.buildMart(ctx, d, i, mt, sc, runID)
 		if err != nil {
 			return rep, err
 		}
 		rep.Rows[mt.ident] = n
 		fault.Hit(hookAfterGoldWrite)
 	}
-	wrote := map[string]int64{}
 	planned := map[string]table.Files{}
 	for _, mt := range marts {
 		f, err := planGold(ctx, m.lake, mt)
 		if err != nil {
 			return rep, err
 		}
-		wrote[mt.ident], planned[mt.ident] = f.SnapshotID, f
+		planned[mt.ident] = f
 		if err := d.attach(ctx, mt.ident, f); err != nil {
 			return rep, err
 		}
@@ -168,7 +199,6 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 			return rep, err
 		}
 	}
-	m.inc = &incState{edits: sc.edits, sessions: sc.sessions, editHours: sc.hours, gold: wrote}
 	if rep.Checks, err = m.runChecks(ctx, d); err != nil {
 		return rep, err
 	}
@@ -188,13 +218,15 @@ func (m *Marts) refresh(ctx context.Context, runID string) (Report, error) {
 }
 
 // attachInputs plans silver (with time bounds), bronze and the stream
-// progress table, decides the scope against prev (nil: full) and attaches
-// silver.edits and silver.editor_sessions limited to the days in scope,
-// silver.edits_hours limited to the hours of wiki_activity_hourly in
-// scope, silver.edits_new and silver.edits_old (the days in scope of the
-// files the last passing uniqueness check had not covered, and of those it
-// had: checks_unique.go) and silver.edits_recent for hot_pages.
-func (m *Marts) attachInputs(ctx context.Context, d *duck, prev *incState, gold map[string]int64) (scope, error) {
+// progress table, decides the scope against what each gold mart (as
+// planned: gold) was built from, or rebuilds every unit for whole when not
+// "", and attaches silver.edits and silver.editor_sessions limited to the
+// days in scope, silver.edits_hours limited to the hours of
+// wiki_activity_hourly in scope, silver.edits_new and silver.edits_old (the
+// days in scope of the files the last passing uniqueness check had not
+// covered, and of those it had: checks_unique.go) and silver.edits_recent
+// for hot_pages.
+func (m *Marts) attachInputs(ctx context.Context, d *duck, gold map[string]table.Files, whole string) (scope, error) {
 	edits, err := m.lake.DataFilesWithBounds(ctx, table.SilverEdits, "event_time")
 	if err != nil {
 		return scope{}, fmt.Errorf("plan %s: %w", table.SilverEdits, err)
@@ -203,18 +235,33 @@ func (m *Marts) attachInputs(ctx context.Context, d *duck, prev *incState, gold 
 	if err != nil {
 		return scope{}, fmt.Errorf("plan %s: %w", table.EditorSessions, err)
 	}
-	sc := planScope(prev, edits, sessions, gold)
-	inDays := sc.unitFilter("event_time", sc.editDays, unitDay)
+	prev, why := map[string]prints{}, map[string]string{}
+	for _, mt := range marts {
+		if unitOf(mt) == 0 {
+			continue
+		}
+		if whole != "" {
+			why[mt.ident] = whole
+			continue
+		}
+		input, in := table.SilverEdits, edits
+		if mt.sessions {
+			input, in = table.EditorSessions, sessions
+		}
+		prev[mt.ident], why[mt.ident] = previousPrints(gold[mt.ident], input, in, unitOf(mt))
+	}
+	sc := planScope(prev, why, edits, sessions)
+	inDays := unitFilter("event_time", sc.days, unitDay)
 	if err := d.attachWhere(ctx, table.SilverEdits, sc.editFiles, inDays); err != nil {
 		return sc, err
 	}
-	if err := d.attachWhere(ctx, table.SilverEdits+"_hours", sc.hourFiles, sc.unitFilter("event_time", sc.editHours, unitHour)); err != nil {
+	if err := d.attachWhere(ctx, table.SilverEdits+"_hours", sc.hourFiles, unitFilter("event_time", sc.hours, unitHour)); err != nil {
 		return sc, err
 	}
 	if err := m.attachUnseen(ctx, d, sc, inDays); err != nil {
 		return sc, err
 	}
-	if err := d.attachWhere(ctx, table.EditorSessions, sc.sessFiles, sc.unitFilter("session_start", sc.sessDays, unitDay)); err != nil {
+	if err := d.attachWhere(ctx, table.EditorSessions, sc.sessFiles, unitFilter("session_start", sc.sessDays, unitDay)); err != nil {
 		return sc, err
 	}
 	if err := d.attach(ctx, table.SilverEdits+"_recent", sc.recent); err != nil {
@@ -230,10 +277,11 @@ func (m *Marts) attachInputs(ctx context.Context, d *duck, prev *incState, gold 
 }
 
 // buildMart materialises one mart in DuckDB, reads it back into Arrow and
-// overwrites the gold table with it. It returns the number of rows.
-// Outside a full refresh the days out of scope are kept from the gold
-// table as the previous Refresh wrote it (gold_prev).
-func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope) (int64, error) {
+// overwrites the gold table with it, recording in the same commit the
+// fingerprints of the silver units it now holds (state.go). It returns the
+// number of rows. Outside a full rebuild of the mart the units out of scope
+// are kept from the gold table as it was (gold_prev).
+func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope, runID string) (int64, error) {
 	q, err := mt.sql()
 	if err != nil {
 		return 0, err
@@ -255,7 +303,7 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope
 	} else if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+tmp+" AS "+q); err != nil {
 		return 0, fmt.Errorf("build %s: %w", mt.ident, err)
 	}
-	if !sc.full && mt.dayCol != "" {
+	if !sc.of(mt).full && mt.dayCol != "" {
 		keep := fmt.Sprintf("SELECT * FROM gold_prev.%s WHERE NOT (%s)", quoteIdent(strings.TrimPrefix(mt.ident, "gold.")), sc.goldFilter(mt))
 		merged := fmt.Sprintf("main.merged_%d", i)
 		if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+merged+" AS SELECT * FROM ("+keep+" UNION ALL BY NAME SELECT * FROM "+tmp+") ORDER BY "+mt.order); err != nil {
@@ -282,7 +330,19 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope
 	for _, r := range recs {
 		n += r.NumRows()
 	}
-	if err := m.lake.Overwrite(ctx, mt.ident, mt.schema, recs); err != nil {
+	var props map[string]string
+	switch {
+	case unitOf(mt) == unitHour:
+		props, err = builtFromProps(runID, table.SilverEdits, sc.allEdits, unitHour, sc.editHours)
+	case mt.sessions:
+		props, err = builtFromProps(runID, table.EditorSessions, sc.sessFiles, unitDay, sc.sessions)
+	case unitOf(mt) == unitDay:
+		props, err = builtFromProps(runID, table.SilverEdits, sc.allEdits, unitDay, sc.edits)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := m.lake.Overwrite(ctx, mt.ident, mt.schema, recs, props); err != nil {
 		return 0, fmt.Errorf("write %s: %w", mt.ident, err)
 	}
 	return n, nil
@@ -301,7 +361,8 @@ func (m *Marts) Check(ctx context.Context) ([]Check, error) {
 			return "", err
 		}
 		defer d.Close()
-		if _, err := m.attachInputs(ctx, d, nil, nil); err != nil {
+		m.loadChecked(ctx)
+		if _, err := m.attachInputs(ctx, d, nil, "a check of every unit"); err != nil {
 			return "", err
 		}
 		for _, mt := range marts {

@@ -11,6 +11,7 @@ import (
 const (
 	JobRefresh = "refresh" // rebuild the gold marts and run the checks
 	JobCheck   = "check"   // run the checks only (Check)
+	JobRebuild = "rebuild" // rebuild every unit and count every id and offset (Rebuild)
 	JobCompact = "compact" // compact the streamed and ops tables where due
 	JobExpire  = "expire"  // expire snapshots of tables over MaxSnapshots
 	JobOrphans = "orphans" // delete orphan files where due
@@ -35,8 +36,8 @@ type Run struct {
 	Detail   string // what the job did
 }
 
-// RunJob runs one job now (JobRefresh, JobCheck, JobCompact, JobExpire or
-// JobOrphans) and records it in ops.runs. The maintenance jobs do what is
+// RunJob runs one job now (JobRefresh, JobCheck, JobRebuild, JobCompact,
+// JobExpire or JobOrphans) and records it in ops.runs. The maintenance jobs do what is
 // due (as the maintenance loop would) and are recorded only when they did
 // something or failed.
 func (m *Marts) RunJob(ctx context.Context, job string) (Run, error) {
@@ -46,6 +47,9 @@ func (m *Marts) RunJob(ctx context.Context, job string) (Run, error) {
 		return m.LastRun(job), err
 	case JobCheck:
 		_, err := m.Check(ctx)
+		return m.LastRun(job), err
+	case JobRebuild:
+		_, err := m.Rebuild(ctx)
 		return m.LastRun(job), err
 	case JobCompact:
 		return m.runJob(ctx, job, &m.mu, m.compact)
@@ -83,7 +87,7 @@ func (m *Marts) runJob(ctx context.Context, job string, mu *sync.Mutex, fn func(
 	if err != nil {
 		r.Status, r.Err = StatusFailed, err.Error()
 	}
-	always := job == JobRefresh || job == JobCheck
+	always := job == JobRefresh || job == JobCheck || job == JobRebuild
 	if !always && err == nil && detail == "" {
 		return r, nil // nothing was due
 	}

@@ -3,7 +3,6 @@ package marts
 import (
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -12,11 +11,11 @@ import (
 )
 
 // A Refresh rebuilds only the units of time whose silver input changed
-// since the previous Refresh of this process, and keeps the other rows of
-// each mart as it wrote them. top_editors_daily and editor_sessions_daily
-// are functions of one UTC day of silver each (by day of the edit, by day
-// of the session's start), wiki_activity_hourly of one UTC hour, so a day
-// or an hour whose set of silver files is the same holds the same rows. A
+// since the gold mart was last written, and keeps the other rows of each
+// mart as they were. top_editors_daily and editor_sessions_daily are
+// functions of one UTC day of silver each (by day of the edit, by day of
+// the session's start), wiki_activity_hourly of one UTC hour, so a day or
+// an hour whose set of silver files is the same holds the same rows. A
 // unit's fingerprint is a hash of the paths and record counts of the live
 // files whose column bounds (from the manifests, without opening a file)
 // overlap it; an append, a compaction, a retention delete or a rewrite
@@ -24,11 +23,14 @@ import (
 // not the day. hot_pages covers the last day before the newest edit and is
 // rebuilt every time from the files that reach into that window.
 //
-// The previous fingerprints are kept in memory only: the first Refresh of
-// a process, a Refresh after one that failed, and a Refresh that finds a
-// gold table at another snapshot than the one it wrote rebuild everything.
-// The checks then run over the same scope: the rebuilt units of silver
-// against the rebuilt units of gold, as read back from the lake.
+// Each mart's previous fingerprints are the ones it recorded in the lake
+// when it was written (state.go), so a restart rebuilds what changed since,
+// as the next refresh of a running process would. A mart without a usable
+// record (never written, written by someone else since, or a silver table
+// created again), a silver file without bounds, and the Rebuild job
+// rebuild that mart's units all. The checks then run over the same scope:
+// the rebuilt units of silver against the rebuilt units of gold, as read
+// back from the lake.
 
 // hotWindow is the longest hot_pages window (sql/hot_pages.sql).
 const hotWindow = 24 * time.Hour
@@ -80,67 +82,98 @@ func changedUnits(prev, now prints) []int64 {
 	return out
 }
 
-// incState is what the previous successful Refresh built from.
-type incState struct {
-	edits, sessions, editHours prints
-	gold                       map[string]int64 // snapshot each gold table was left at
+// units is what one Refresh rebuilds of one mart: every unit (full, and
+// why), or the units listed.
+type units struct {
+	full   bool
+	reason string
+	list   []int64
 }
 
-// scope is what one Refresh rebuilds. full: everything (units unused).
+// rebuild is units for a mart rebuilt whole.
+func rebuild(reason string) units { return units{full: true, reason: reason} }
+
+// scopeOf compares a mart's previous fingerprints (nil: none usable, for
+// why) with now's.
+func scopeOf(prev prints, why string, now prints, ok bool) units {
+	switch {
+	case !ok:
+		return rebuild("a silver file has no time bounds")
+	case prev == nil:
+		return rebuild(why)
+	}
+	return units{list: changedUnits(prev, now)}
+}
+
+// scope is what one Refresh rebuilds: per mart rebuilt by units, its units
+// (edit days for top_editors_daily, edit hours for wiki_activity_hourly,
+// session days for editor_sessions_daily), and the files each reads.
 type scope struct {
-	full                 bool
-	reason               string // why full, for the report
-	editDays, sessDays   []int64
-	editHours            []int64     // the hours of wiki_activity_hourly rebuilt
-	editFiles, sessFiles table.Files // the files the rebuilt days read
-	hourFiles            table.Files // the files the rebuilt hours read
-	allEdits             table.Files // every live file of silver.edits
-	recent               table.Files // the files reaching into the hot_pages window
-	edits, sessions      prints
-	hours                prints
-	bronze               int64 // bronze's snapshot, planned beside silver
+	days, hours, sessDays units
+	editFiles, sessFiles  table.Files // the files the rebuilt days read
+	hourFiles             table.Files // the files the rebuilt hours read
+	allEdits              table.Files // every live file of silver.edits
+	recent                table.Files // the files reaching into the hot_pages window
+	edits, sessions       prints      // the fingerprints now: edit days, session days
+	editHours             prints      // and edit hours
+	bronze                int64       // bronze's snapshot, planned beside silver
+}
+
+// of is the units mt is rebuilt by (full for hot_pages).
+func (sc scope) of(mt mart) units {
+	switch {
+	case mt.dayCol == "":
+		return rebuild("rebuilt whole every time")
+	case mt.byHours:
+		return sc.hours
+	case mt.sessions:
+		return sc.sessDays
+	default:
+		return sc.days
+	}
+}
+
+// unitOf is the length of mt's units (0 for hot_pages).
+func unitOf(mt mart) time.Duration {
+	switch {
+	case mt.dayCol == "":
+		return 0
+	case mt.byHours:
+		return unitHour
+	default:
+		return unitDay
+	}
 }
 
 // goldFilter is the predicate keeping a mart's rows in scope.
 func (sc scope) goldFilter(mt mart) string {
-	switch {
-	case mt.dayCol == "":
+	if mt.dayCol == "" {
 		return "true"
-	case mt.byHours:
-		return sc.unitFilter(quoteIdent(mt.dayCol), sc.editHours, unitHour)
-	case mt.sessions:
-		return sc.unitFilter(quoteIdent(mt.dayCol), sc.sessDays, unitDay)
-	default:
-		return sc.unitFilter(quoteIdent(mt.dayCol), sc.editDays, unitDay)
 	}
+	return unitFilter(quoteIdent(mt.dayCol), sc.of(mt), unitOf(mt))
 }
 
-// planScope compares the inputs with the previous Refresh. edits and
-// sessions carry bounds of event_time and session_start; gold is each gold
-// table's current snapshot (0: none).
-func planScope(prev *incState, edits, sessions table.Files, gold map[string]int64) scope {
+// planScope compares the inputs with what each mart was built from (prev:
+// by mart, the fingerprints, or nil and why not). edits and sessions carry
+// bounds of event_time and session_start.
+func planScope(prev map[string]prints, why map[string]string, edits, sessions table.Files) scope {
 	sc := scope{editFiles: edits, hourFiles: edits, sessFiles: sessions, allEdits: edits, recent: recentFiles(edits)}
 	var okE, okS, okH bool
 	sc.edits, okE = fingerprints(edits, unitDay)
-	sc.hours, okH = fingerprints(edits, unitHour)
+	sc.editHours, okH = fingerprints(edits, unitHour)
 	sc.sessions, okS = fingerprints(sessions, unitDay)
-	switch {
-	case prev == nil:
-		sc.full, sc.reason = true, "first refresh of this process"
-	case !okE || !okS || !okH:
-		sc.full, sc.reason = true, "a silver file has no time bounds"
-	case !maps.Equal(prev.gold, gold):
-		sc.full, sc.reason = true, "a gold table is not at the snapshot the last refresh wrote"
+	sc.days = scopeOf(prev[TopEditorsDaily], why[TopEditorsDaily], sc.edits, okE)
+	sc.hours = scopeOf(prev[WikiActivityHourly], why[WikiActivityHourly], sc.editHours, okH)
+	sc.sessDays = scopeOf(prev[EditorSessionsDaily], why[EditorSessionsDaily], sc.sessions, okS)
+	if !sc.days.full {
+		sc.editFiles = overlapping(edits, sc.days.list, unitDay)
 	}
-	if sc.full {
-		return sc
+	if !sc.hours.full {
+		sc.hourFiles = overlapping(edits, sc.hours.list, unitHour)
 	}
-	sc.editDays = changedUnits(prev.edits, sc.edits)
-	sc.editHours = changedUnits(prev.editHours, sc.hours)
-	sc.sessDays = changedUnits(prev.sessions, sc.sessions)
-	sc.editFiles = overlapping(edits, sc.editDays, unitDay)
-	sc.hourFiles = overlapping(edits, sc.editHours, unitHour)
-	sc.sessFiles = overlapping(sessions, sc.sessDays, unitDay)
+	if !sc.sessDays.full {
+		sc.sessFiles = overlapping(sessions, sc.sessDays.list, unitDay)
+	}
 	return sc
 }
 
@@ -172,32 +205,35 @@ func recentFiles(f table.Files) table.Files {
 }
 
 // keepFiles returns the files of f (f carries bounds: DataFilesWithBounds)
-// for which keep is true, with their bounds.
+// for which keep is true, with their bounds and rows; the table's identity
+// (schema, snapshot, UUID, properties) is f's.
 func keepFiles(f table.Files, keep func(path string, b table.TimeBounds) bool) table.Files {
-	out := table.Files{Schema: f.Schema, SnapshotID: f.SnapshotID, Paths: []string{}}
+	out := f
+	out.Paths, out.Bounds, out.Ranges, out.Rows = []string{}, nil, nil, 0
 	for i, p := range f.Paths {
 		if b := f.Bounds[i]; keep(p, b) {
 			out.Paths = append(out.Paths, p)
 			out.Bounds = append(out.Bounds, b)
+			out.Rows += b.Rows
 		}
 	}
 	return out
 }
 
 // unitFilter is a SQL predicate keeping the rows whose expr (a DATE or a
-// TIMESTAMPTZ) falls in one of units ("true" for a full refresh). It
+// TIMESTAMPTZ) falls in one of us's units ("true" when us is full). It
 // compares expr with each run of consecutive units' bounds, so no row pays
 // a time zone conversion (CAST(expr AS DATE) cost DuckDB 0.47 s over a day
 // of 1.9 million edits, the ranges 0.07 s) and DuckDB can skip row groups
 // by their statistics.
-func (sc scope) unitFilter(expr string, units []int64, unit time.Duration) string {
-	if sc.full {
+func unitFilter(expr string, us units, unit time.Duration) string {
+	if us.full {
 		return "true"
 	}
-	if len(units) == 0 {
+	if len(us.list) == 0 {
 		return "false"
 	}
-	sorted := slices.Clone(units)
+	sorted := slices.Clone(us.list)
 	slices.Sort(sorted)
 	step := int64(unit / time.Second)
 	lit := func(u int64) string {
@@ -215,9 +251,18 @@ func (sc scope) unitFilter(expr string, units []int64, unit time.Duration) strin
 	return "(" + strings.Join(ranges, " OR ") + ")"
 }
 
+// String says what was rebuilt: "full (why)" when every mart was rebuilt
+// whole for one reason, else per mart "N edit days (M hours), K session
+// days", a mart rebuilt whole shown as "all ... (why)".
 func (sc scope) String() string {
-	if sc.full {
-		return "full (" + sc.reason + ")"
+	if sc.days.full && sc.hours.full && sc.sessDays.full && sc.days.reason == sc.hours.reason && sc.hours.reason == sc.sessDays.reason {
+		return "full (" + sc.days.reason + ")"
 	}
-	return fmt.Sprintf("%d edit days (%d hours), %d session days", len(sc.editDays), len(sc.editHours), len(sc.sessDays))
+	part := func(us units, name string) string {
+		if us.full {
+			return "all " + name + " (" + us.reason + ")"
+		}
+		return fmt.Sprintf("%d %s", len(us.list), name)
+	}
+	return fmt.Sprintf("%s (%s), %s", part(sc.days, "edit days"), part(sc.hours, "hours"), part(sc.sessDays, "session days"))
 }

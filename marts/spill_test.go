@@ -3,7 +3,9 @@ package marts
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,5 +52,26 @@ func TestRefreshSpillsUnderMemoryLimit(t *testing.T) {
 		if c.Name == CheckGoldReconciles && !c.Passed {
 			t.Errorf("check %s failed: %s", c.Name, c.Message)
 		}
+	}
+}
+
+// TestRefreshSaysWhenTheSpillDirectoryCannotBeMade: a spill directory that
+// cannot be created fails the refresh with an error naming it and the
+// cause (Report.Err, which /readyz, status and the dashboard show), not a
+// check that fails later or a count.
+func TestRefreshSaysWhenTheSpillDirectoryCannotBeMade(t *testing.T) {
+	lake, log := fixtureLake(t)
+	file := filepath.Join(t.TempDir(), "tmp")
+	if err := os.WriteFile(file, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(file, "duckdb")
+	m := New(lake, &log, Config{Logger: quietLogger(), DuckTempDir: dir})
+	rep, err := m.Refresh(context.Background())
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("refresh with %s under a file: %v; want an error naming the directory and the cause", dir, err)
+	}
+	if rep.Err != err.Error() {
+		t.Errorf("Report.Err %q, want the refresh's error %q", rep.Err, err)
 	}
 }

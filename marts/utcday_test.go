@@ -34,7 +34,6 @@ func TestUTCDayAndUnitFilter(t *testing.T) {
 
 	day := func(s string) int64 { v, _ := time.Parse(time.DateOnly, s); return v.Unix() }
 	hour := func(s string) int64 { v, _ := time.Parse("2006-01-02 15", s); return v.Unix() }
-	var sc scope
 	for _, c := range []struct {
 		name, expr, want string
 		units            []int64
@@ -48,7 +47,7 @@ func TestUTCDayAndUnitFilter(t *testing.T) {
 			[]int64{day("1970-01-02"), day("1970-01-03")}, unitDay},
 		{"none", "t", "false", nil, unitDay},
 	} {
-		got := sc.unitFilter(c.expr, c.units, c.unit)
+		got := unitFilter(c.expr, units{list: c.units}, c.unit)
 		var diff, in int64
 		if err := d.db.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE (`+got+`) IS DISTINCT FROM (`+c.want+`)),
 			count(*) FILTER (WHERE `+c.want+`) FROM ts`).Scan(&diff, &in); err != nil {
@@ -58,7 +57,7 @@ func TestUTCDayAndUnitFilter(t *testing.T) {
 			t.Fatalf("%s: %s differs from %s on %d timestamps (%d in)", c.name, got, c.want, diff, in)
 		}
 	}
-	if got := (scope{full: true}).unitFilter("t", nil, unitDay); got != "true" {
+	if got := unitFilter("t", rebuild("a test"), unitDay); got != "true" {
 		t.Fatalf("full scope: %s", got)
 	}
 }

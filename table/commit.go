@@ -55,6 +55,10 @@ type Batch struct {
 	Offsets string              // source offsets, opaque string
 	Records []arrow.RecordBatch // may be empty: an empty batch commits its marker only (no snapshot); not released by CommitBatch
 	Props   map[string]string   // extra summary properties (keys get the "lakehouse." prefix), also kept in the marker
+	// TableProps are table properties set in the same commit (keys with the
+	// "lakehouse." prefix, not a marker's, else ErrBadProperty): state
+	// that must change exactly when the batch lands.
+	TableProps map[string]string
 	// Fenced makes the commit one writer's: it commits only if the
 	// query's marker is batch ID-1 ending at Follows (or there is none),
 	// and it counts as done only if the table's batch ID ends where this
@@ -152,6 +156,9 @@ func (l *Lake) LastCommitted(ctx context.Context, ident, query string) (Marker, 
 func (l *Lake) CommitBatch(ctx context.Context, ident string, b Batch) (Result, error) {
 	if b.Query == "" || b.ID < 0 {
 		return Result{}, fmt.Errorf("commit batch to %s: %w: query %q id %d", ident, ErrInvalidBatch, b.Query, b.ID)
+	}
+	if err := ourProperties(b.TableProps); err != nil {
+		return Result{}, fmt.Errorf("commit batch %s/%d to %s: %w", b.Query, b.ID, ident, err)
 	}
 	tbl, err := l.load(ctx, ident)
 	if err != nil {
@@ -278,7 +285,11 @@ func commitFiles(ctx context.Context, tbl *icetable.Table, b Batch, files []iceb
 	if err != nil {
 		return 0, fmt.Errorf("encode marker: %w", err)
 	}
-	if err := txn.SetProperties(iceberg.Properties{markerKey(b.Query): string(mv)}); err != nil {
+	props := iceberg.Properties{markerKey(b.Query): string(mv)}
+	for k, v := range b.TableProps {
+		props[k] = v
+	}
+	if err := txn.SetProperties(props); err != nil {
 		return 0, fmt.Errorf("stage marker: %w", err)
 	}
 	committed, err := txn.Commit(ctx)

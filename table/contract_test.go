@@ -479,10 +479,10 @@ func testOverwrite(t *testing.T, b backend) {
 		return bld.NewRecordBatch()
 	}
 	one, two := int64(1), int64(2)
-	if err := l.Overwrite(ctx, "gold.edits_per_wiki", sc, []arrow.RecordBatch{build(map[string]*int64{"a": &one, "b": &two})}); err != nil {
+	if err := l.Overwrite(ctx, "gold.edits_per_wiki", sc, []arrow.RecordBatch{build(map[string]*int64{"a": &one, "b": &two})}, nil); err != nil {
 		t.Fatalf("first overwrite: %v", err)
 	}
-	if err := l.Overwrite(ctx, "gold.edits_per_wiki", sc, []arrow.RecordBatch{build(map[string]*int64{"c": &two, "d": nil})}); err != nil {
+	if err := l.Overwrite(ctx, "gold.edits_per_wiki", sc, []arrow.RecordBatch{build(map[string]*int64{"c": &two, "d": nil})}, nil); err != nil {
 		t.Fatalf("second overwrite: %v", err)
 	}
 	recs, err := l.Scan(ctx, "gold.edits_per_wiki")
@@ -504,7 +504,7 @@ func testOverwrite(t *testing.T, b backend) {
 	if len(got) != 2 || got["c"] != "2" || got["d"] != "null" {
 		t.Fatalf("after overwrite: got %v, want c=2 d=null", got)
 	}
-	if err := l.Overwrite(ctx, "gold.edits_per_wiki", sc, nil); err != nil {
+	if err := l.Overwrite(ctx, "gold.edits_per_wiki", sc, nil, nil); err != nil {
 		t.Fatalf("empty overwrite: %v", err)
 	}
 	if rows, _ := scanOffsets(t, l, "gold.edits_per_wiki"); rows != 0 {

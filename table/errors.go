@@ -60,6 +60,10 @@ var (
 	// retrying cannot help.
 	ErrFenced = errors.New("another writer committed this query's batches")
 
+	// ErrBadProperty means a caller asked to set a table property that is
+	// not one of ours ("lakehouse." prefix) or is a stream's marker.
+	ErrBadProperty = errors.New("table property not settable")
+
 	// ErrRepeatedFile means a scan plan named one data file twice (or
 	// part of it): the error names the file. A reader refuses such a plan
 	// rather than count the file's rows twice (see planFiles).

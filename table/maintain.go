@@ -147,6 +147,15 @@ func (l *Lake) Maintained(ctx context.Context, ident, job string) (time.Time, bo
 	return at, true, nil
 }
 
+// Properties returns ident's table properties.
+func (l *Lake) Properties(ctx context.Context, ident string) (map[string]string, error) {
+	tbl, err := l.load(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return tbl.Properties(), nil
+}
+
 // MarkMaintained records in ident's properties that job ran at at (a
 // metadata-only commit, retried after a lost race).
 func (l *Lake) MarkMaintained(ctx context.Context, ident, job string, at time.Time) error {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,17 +17,26 @@ import (
 
 // Overwrite replaces all rows of ident with recs in one snapshot (a full
 // rewrite with no row filter, so rows with NULLs are never silently
-// dropped). It is meant for derived tables such as gold marts. A missing
+// dropped), and sets props (keys with the "lakehouse." prefix, else
+// ErrBadProperty) as table properties in the same commit, with a digest of
+// the data files it leaves live: a reader then knows whether the table
+// still holds what that Overwrite wrote (Files.Overwritten), so what props
+// say of the rows (a derived table's record of what it was built from) is
+// never trusted once another writer changed them. It is meant for derived
+// tables such as gold marts. A missing
 // table (and namespace) is created, unpartitioned, from schema with fresh
 // field ids; if the table exists with a different schema it is dropped and
 // created again, which readers may observe as a short gap. The records must
 // match schema; the caller keeps ownership of recs. Overwrite pins main: a
 // concurrent commit makes it re-plan (up to Config.CommitRetries times)
 // rather than keep files it did not see.
-func (l *Lake) Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch) error {
+func (l *Lake) Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch, props map[string]string) error {
 	id, err := parseIdent(ident)
 	if err != nil {
 		return err
+	}
+	if err := ourProperties(props); err != nil {
+		return fmt.Errorf("overwrite %s: %w", ident, err)
 	}
 	for i, r := range recs {
 		if r == nil || !sameColumns(r.Schema(), schema) {
@@ -47,14 +59,18 @@ func (l *Lake) Overwrite(ctx context.Context, ident string, schema *arrow.Schema
 	if err != nil {
 		return fmt.Errorf("overwrite %s: write data files: %w", ident, err)
 	}
-	props := iceberg.Properties{PropPrefix + "operation": "overwrite"}
+	summary := iceberg.Properties{PropPrefix + "operation": "overwrite"}
+	set := map[string]string{propOverwritten: filesDigest(added), propOverwriteKeys: strings.Join(slices.Sorted(maps.Keys(props)), ",")}
+	for k, v := range props {
+		set[k] = v
+	}
 	unlock := l.lockTable(ident)
 	defer unlock()
 	for attempt := 0; ; attempt++ {
 		if tbl, err = l.loadID(ctx, id); err != nil {
 			return fmt.Errorf("overwrite %s: reload: %w", ident, err)
 		}
-		err := replaceAll(ctx, tbl, added, props)
+		err := replaceAll(ctx, tbl, added, summary, set)
 		if err == nil {
 			return nil
 		}
@@ -72,8 +88,11 @@ func (l *Lake) Overwrite(ctx context.Context, ident string, schema *arrow.Schema
 }
 
 // replaceAll commits one snapshot of tbl that removes every live data file
-// and adds added, pinned to tbl's main head.
-func replaceAll(ctx context.Context, tbl *icetable.Table, added []iceberg.DataFile, props iceberg.Properties) error {
+// and adds added, and sets props, removing the properties the previous
+// Overwrite set that props lacks (propOverwriteKeys): they described rows
+// that are gone. Pinned to tbl's main head. With no file to remove or add
+// it commits the properties alone (when they change).
+func replaceAll(ctx context.Context, tbl *icetable.Table, added []iceberg.DataFile, summary iceberg.Properties, props map[string]string) error {
 	var live []iceberg.DataFile
 	if tbl.CurrentSnapshot() != nil {
 		tasks, err := planFiles(ctx, strings.Join(tbl.Identifier(), "."), tbl.Scan().PlanFiles)
@@ -84,18 +103,87 @@ func replaceAll(ctx context.Context, tbl *icetable.Table, added []iceberg.DataFi
 			live = append(live, t.File)
 		}
 	}
-	if len(live) == 0 && len(added) == 0 {
+	var stale []string
+	if prev := tbl.Properties()[propOverwriteKeys]; prev != "" {
+		for _, k := range strings.Split(prev, ",") {
+			if _, keep := props[k]; !keep && strings.HasPrefix(k, PropPrefix) {
+				if _, ok := tbl.Properties()[k]; ok {
+					stale = append(stale, k)
+				}
+			}
+		}
+	}
+	changed := len(stale) > 0
+	for k, v := range props {
+		if old, ok := tbl.Properties()[k]; !ok || old != v {
+			changed = true
+		}
+	}
+	if len(live) == 0 && len(added) == 0 && !changed {
 		return nil
 	}
 	txn := tbl.NewTransaction()
 	if err := txn.AssertRefSnapshotID(icetable.MainBranch); err != nil {
 		return err
 	}
-	if err := txn.ReplaceDataFilesWithDataFiles(ctx, live, added, props); err != nil {
-		return fmt.Errorf("stage overwrite: %w", err)
+	if len(live) > 0 || len(added) > 0 {
+		if err := txn.ReplaceDataFilesWithDataFiles(ctx, live, added, summary); err != nil {
+			return fmt.Errorf("stage overwrite: %w", err)
+		}
+	}
+	if changed {
+		if err := txn.SetProperties(props); err != nil {
+			return fmt.Errorf("stage properties: %w", err)
+		}
+		if len(stale) > 0 {
+			if err := txn.RemoveProperties(stale); err != nil {
+				return fmt.Errorf("stage properties: %w", err)
+			}
+		}
 	}
 	_, err := txn.Commit(ctx)
 	return err
+}
+
+// ourProperties refuses table properties a caller may not set: every key
+// must carry PropPrefix (a reserved Iceberg property such as the format
+// version is never changed this way) and must not be a stream's marker.
+func ourProperties(props map[string]string) error {
+	for k := range props {
+		if !strings.HasPrefix(k, PropPrefix) || strings.HasPrefix(k, markerPropPrefix) {
+			return fmt.Errorf("%w: %q", ErrBadProperty, k)
+		}
+	}
+	return nil
+}
+
+// propOverwritten is the table property in which Overwrite records the
+// digest of the data files it left live. Table properties outlive the
+// commit that set them (another writer's commit keeps them), and an
+// overwrite that leaves no file makes no snapshot, so the files are what
+// ties a property to the rows it describes.
+const propOverwritten = PropPrefix + "overwrite.files"
+
+// propOverwriteKeys lists (comma-separated) the properties the last
+// Overwrite set for its caller: the next Overwrite removes those it does
+// not set again.
+const propOverwriteKeys = PropPrefix + "overwrite.props"
+
+// filesDigest identifies a set of data files by their paths as the
+// metadata names them (not where a moved warehouse has them now): their
+// count and a 64-bit FNV-1a of the sorted paths.
+func filesDigest(files []iceberg.DataFile) string {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.FilePath()
+	}
+	slices.Sort(paths)
+	h := fnv.New64a()
+	for _, p := range paths {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%d:%016x", len(paths), h.Sum64())
 }
 
 // sameColumns compares names, types and order, ignoring field metadata and

@@ -180,7 +180,7 @@ func TestOverwriteOfSplitFilesReplacesThem(t *testing.T) {
 		t.Helper()
 		rec := bronzeRecord(0, 0, n)
 		defer rec.Release()
-		if err := l.Overwrite(ctx, ident, table.BronzeSchema, []arrow.RecordBatch{rec}); err != nil {
+		if err := l.Overwrite(ctx, ident, table.BronzeSchema, []arrow.RecordBatch{rec}, nil); err != nil {
 			t.Fatalf("overwrite %s with %d rows: %v", ident, n, err)
 		}
 	}

@@ -265,6 +265,15 @@ type Files struct {
 	Schema *iceberg.Schema
 	// SnapshotID is the snapshot the list was planned from (0: empty table).
 	SnapshotID int64
+	// TableUUID is the table's Iceberg UUID: a table dropped and created
+	// again under the same name has another.
+	TableUUID string
+	// Properties are the table's properties at the metadata the list was
+	// planned from. Overwritten reports that the live files are exactly
+	// those the table's last Overwrite left: what that Overwrite set in
+	// Properties still describes the rows.
+	Properties  map[string]string
+	Overwritten bool
 	// Rows is the files' record count, from the manifests.
 	Rows int64
 	// Bounds, from DataFilesWithBounds, holds per path the range of one
@@ -345,9 +354,10 @@ func (l *Lake) dataFiles(ctx context.Context, ident, column string, wantInt bool
 		}
 		fieldID = f.ID
 	}
-	out := Files{Schema: tbl.Schema(), Paths: []string{}}
+	out := Files{Schema: tbl.Schema(), Paths: []string{}, TableUUID: tbl.Metadata().TableUUID().String(), Properties: tbl.Properties()}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
+		out.Overwritten = tbl.Properties()[propOverwritten] == filesDigest(nil)
 		return out, nil
 	}
 	out.SnapshotID = snap.SnapshotID
@@ -355,7 +365,9 @@ func (l *Lake) dataFiles(ctx context.Context, ident, column string, wantInt bool
 	if err != nil {
 		return Files{}, err
 	}
+	live := make([]iceberg.DataFile, 0, len(tasks))
 	for _, t := range tasks {
+		live = append(live, t.File)
 		if len(t.DeleteFiles) > 0 {
 			return Files{}, fmt.Errorf("data files of %s: %s has delete files, which read_parquet would ignore", ident, t.File.FilePath())
 		}
@@ -372,6 +384,7 @@ func (l *Lake) dataFiles(ctx context.Context, ident, column string, wantInt bool
 			out.Bounds = append(out.Bounds, timeBounds(t.File, fieldID))
 		}
 	}
+	out.Overwritten = tbl.Properties()[propOverwritten] == filesDigest(live)
 	return out, nil
 }
 

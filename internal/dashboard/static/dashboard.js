@@ -215,6 +215,7 @@
       mark('sessions', 'ok', 'a session is written ' + goDur(set.session_gap) + ' + ' + goDur(set.watermark) + ' after its last edit');
     }
     if (!o.refresh) mark('gold', 'ok', 'no marts refresh yet');
+    else if (o.refresh.error) mark('gold', 'bad', 'refresh failed: ' + o.refresh.error);
     else mark('gold', 'ok', Object.keys(o.refresh.rows || {}).length + ' marts' + (set.refresh && set.refresh !== '0s' ? ', refreshed every ' + goDur(set.refresh) : ''));
     return st;
   }
@@ -468,6 +469,7 @@
         fig('it rebuilt', r.scope || '—'),
         fig('asset checks', checks.length ? (failed ? failed + ' of ' + checks.length + ' failed' : 'all ' + checks.length + ' passed') : 'none',
           failed ? 'bad-text' : 'ok-text')),
+      r.error ? h('p', { class: 'bad-text', id: 'refresh-error', text: 'The refresh could not run to its end: ' + r.error }) : null,
       h('div', { class: 'marts' },
         h('div', {},
           h('h3', { text: 'Asset checks' }),
