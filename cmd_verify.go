@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "verify", summary: "check every layer against the broker and silver against bronze (exit 1 on any failed check; what the pipeline has not read yet is pending, not failed)", run: runVerify})
+	register(&command{name: "verify", summary: "check every page of broker.db and catalog.db, every layer against the broker and silver against bronze (exit 1 on any failed check; what the pipeline has not read yet is pending, not failed)", run: runVerify})
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -56,6 +56,10 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer lake.Close()
+	files, err := c.checkBoltFiles()
+	if err != nil {
+		return err
+	}
 	r, err := verify.Run(ctx, db, lake, exp, display(stderr)) // stderr: --counts-only keeps stdout one JSON line
 	if err != nil && !errors.Is(err, verify.ErrFailed) {
 		return err
@@ -63,6 +67,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *countsOnly {
 		fmt.Fprintln(stdout, r.CountsJSON())
 	} else {
+		fmt.Fprintf(stdout, "ok   %-20s %s\n", "bolt-files", files)
 		for _, ch := range r.Checks {
 			mark := "ok  "
 			if !ch.OK {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
@@ -23,11 +25,12 @@ import (
 )
 
 // TestCorruptFilesRefused: each bbolt file of a data directory (broker.db,
-// catalog.db) emptied, truncated to a quarter, or with 4 KiB garbled in a
-// page in use: every command (run, verify, topics, query) exits non-zero
-// naming the file, never panics or faults (the commands run as child
-// processes, so a SIGBUS would show), and changes no file of the data
-// directory (run included: it refuses before it writes).
+// catalog.db) emptied, truncated to a quarter, or with 4 KiB garbled in
+// the root bucket's page (a page every open reads): every command (run,
+// verify, topics, query) exits non-zero naming the file, never panics or
+// faults (the commands run as child processes, so a SIGBUS would show),
+// and changes no file of the data directory (run included: it refuses
+// before it writes). A page deeper in the file: TestCorruptLeafFound.
 func TestCorruptFilesRefused(t *testing.T) {
 	src := t.TempDir()
 	makeSmallLake(t, src)
@@ -82,6 +85,81 @@ func TestCorruptFilesRefused(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCorruptLeafFound: a garbled leaf of records in broker.db, a page no
+// open reads (an open reads a few pages whatever the log's size), is found
+// by the first command that reads it: `verify` by its full check of every
+// page, `run` when bronze reads the partition; each exits non-zero naming
+// the file, never with a panic or a fault, and broker.db is not written.
+// `topics`, which reads only the partitions' offsets, lists them.
+func TestCorruptLeafFound(t *testing.T) {
+	src := t.TempDir()
+	makeSmallLake(t, src)
+	garbleRecordLeaf(t, filepath.Join(src, "broker.db"))
+	for _, cmd := range [][]string{
+		{"verify"},
+		{"run", "--no-ingest", "--http", "off"},
+		{"topics"},
+	} {
+		t.Run(cmd[0], func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			copyDir(t, src, dir)
+			path := filepath.Join(dir, "broker.db")
+			before, err := os.ReadFile(path)
+			must(t, err)
+			out, err := selfCommand(append([]string{cmd[0], "--data", dir}, cmd[1:]...)...).CombinedOutput()
+			text := string(out)
+			for _, bad := range []string{"panic:", "fatal error", "goroutine ", "SIGBUS", "SIGSEGV"} {
+				if strings.Contains(text, bad) {
+					t.Fatalf("%v crashed (%q) on a garbled leaf:\n%s", cmd, bad, text)
+				}
+			}
+			switch {
+			case cmd[0] == "topics" && (err != nil || !strings.Contains(text, "recentchange")):
+				t.Fatalf("topics: %v\n%s", err, text)
+			case cmd[0] != "topics" && (err == nil || !strings.Contains(text, path) || !strings.Contains(text, "damaged bbolt file")):
+				t.Fatalf("%v on a garbled leaf: %v, want a non-zero exit naming %s as damaged:\n%s", cmd, err, path, text)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Errorf("%v wrote the damaged broker.db", cmd)
+			}
+		})
+	}
+}
+
+// garbleRecordLeaf overwrites 4 KiB of the first leaf of records (a leaf
+// whose keys are 8-byte offsets) of the broker file at path.
+func garbleRecordLeaf(t *testing.T, path string) {
+	t.Helper()
+	var leaves []int
+	var pageSize int
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	must(t, err)
+	must(t, db.View(func(tx *bolt.Tx) error {
+		pageSize = tx.DB().Info().PageSize
+		for id := 2; int64(id)*int64(pageSize) < tx.Size(); id++ {
+			if p, err := tx.Page(id); err == nil && p != nil && p.Type == "leaf" && p.Count > 1 {
+				leaves = append(leaves, id)
+			}
+		}
+		return nil
+	}))
+	must(t, db.Close())
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	must(t, err)
+	defer f.Close()
+	for _, id := range leaves {
+		hdr := make([]byte, 16+16)
+		_, err := f.ReadAt(hdr, int64(id)*int64(pageSize))
+		must(t, err)
+		if binary.LittleEndian.Uint32(hdr[16+8:]) == 8 { // the first element's key size
+			_, err := f.WriteAt(bytes.Repeat([]byte{0xA5, 0x17, 0xFF, 0x03}, 1024), int64(id)*int64(pageSize))
+			must(t, err)
+			return
+		}
+	}
+	t.Fatalf("inconclusive: no leaf of records among the leaves %v", leaves)
 }
 
 // makeSmallLake writes a broker with a few records and a lake with its

@@ -132,7 +132,7 @@ func (d *DB) commitGroup(group []*appendReq) error {
 	var slab []byte
 	used := 0
 	defer d.keepSlabs()
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	err := d.update(func(tx *bolt.Tx) error {
 		type tp struct {
 			topic string
 			p     int

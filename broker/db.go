@@ -164,8 +164,49 @@ func Open(path string, opts Options) (*DB, error) {
 // damaged is the error for a broker file that cannot be opened, with the
 // way out.
 func damaged(path string, err error) error {
-	return fmt.Errorf("open broker %s: %w: %w; nothing was changed: stop the appliance, move the file away and restore it from a backup (starting without it loses the events bronze has not landed yet)",
-		path, ErrNotBroker, err)
+	return fmt.Errorf("open broker %s: %w: %w; nothing was changed: %s", path, ErrNotBroker, err, wayOut)
+}
+
+const wayOut = "stop the appliance, move the file away and restore it from a backup (starting without it loses the events bronze has not landed yet)"
+
+// view and update run a bbolt transaction under boltfile.Guard. A
+// read-only Open checks only the pages whose number does not grow with the
+// log (meta, root); a damaged page deeper in the tree is found by the
+// first transaction that reads it, where bbolt panics or faults: that is
+// an error naming the file (wrapping ErrNotBroker and boltfile.ErrDamaged),
+// the transaction rolled back, never a crash.
+func (d *DB) view(fn func(*bolt.Tx) error) error {
+	return d.guard(func() error { return d.db.View(fn) })
+}
+
+func (d *DB) update(fn func(*bolt.Tx) error) error {
+	return d.guard(func() error { return d.db.Update(fn) })
+}
+
+func (d *DB) guard(fn func() error) error {
+	err := boltfile.Guard(fn)
+	if errors.Is(err, boltfile.ErrDamaged) {
+		return fmt.Errorf("broker %s: %w: %w; the transaction was rolled back: %s", d.path, ErrNotBroker, err, wayOut)
+	}
+	return err
+}
+
+// CheckFile reads every page of the broker file at path (it must not be
+// open for writing, in this process or another: it waits for the file
+// lock at most DefaultOpenTimeout), the full check no open does: see
+// boltfile.Check. A damaged file is an error naming it, wrapping
+// ErrNotBroker and boltfile.ErrDamaged, with the way out.
+func CheckFile(path string) (boltfile.Summary, error) {
+	s, err := boltfile.Check(path, DefaultOpenTimeout)
+	switch {
+	case errors.Is(err, boltfile.ErrDamaged):
+		return s, fmt.Errorf("check broker %s: %w: %w: %s", path, ErrNotBroker, err, wayOut)
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return s, fmt.Errorf("check broker %s: locked by another process: %w", path, err)
+	case err != nil:
+		return s, fmt.Errorf("check broker %s: %w", path, err)
+	}
+	return s, nil
 }
 
 func (d *DB) init(existed bool) error {
@@ -274,7 +315,7 @@ func (d *DB) CreateTopic(ctx context.Context, topic string, partitions int) erro
 		}
 		return nil
 	}
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	err := d.update(func(tx *bolt.Tx) error {
 		tb, err := tx.CreateBucket(topicBucketName(topic))
 		if err != nil {
 			return err
@@ -338,7 +379,7 @@ func (d *DB) Offsets(ctx context.Context, topic string) ([]PartitionOffsets, err
 		return nil, err
 	}
 	out := make([]PartitionOffsets, n)
-	err = d.db.View(func(tx *bolt.Tx) error {
+	err = d.view(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(topicBucketName(topic))
 		for p := 0; p < n; p++ {
 			st, err := decodeState(tb.Get(partKey('s', p)))
@@ -358,7 +399,7 @@ func (d *DB) Offsets(ctx context.Context, topic string) ([]PartitionOffsets, err
 // Meta implements Log.
 func (d *DB) Meta(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketMeta).Get([]byte(key)); b != nil {
 			v = append([]byte{}, b...)
 		}
@@ -421,7 +462,7 @@ func (d *DB) eachRecord(op, topic string, partition int, from int64, max int, st
 	if partition < 0 || partition >= n {
 		return fmt.Errorf("%s %s/%d: %w", op, topic, partition, ErrBadPartition)
 	}
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(topicBucketName(topic))
 		st, err := decodeState(tb.Get(partKey('s', partition)))
 		if err != nil {

@@ -15,11 +15,15 @@
 // Append are readable or none of them is. Offsets stay dense: a record is
 // never visible without all records before it in its partition.
 //
-// What a damaged file gets: Open refuses it with ErrNotBroker, naming the
-// file and the way out, and changes nothing (internal/boltfile checks every
-// page in use before bbolt maps it, so an empty, truncated or garbled file
-// is an error, never a panic, a fault or a new database). Options.ReadOnly
-// opens a file without ever writing to it. One caller's batch that the
+// What a damaged file gets: an error naming the file and the way out,
+// wrapping ErrNotBroker, never a panic, a fault or a new database. Open
+// refuses an empty, truncated or foreign file, or one whose meta or root
+// pages are damaged, and changes nothing (a writable open also checks
+// every page bbolt walks to rebuild its freelist); a damaged page found
+// later by a transaction (every transaction runs under internal/boltfile's
+// Guard) is refused and the transaction rolled back. CheckFile reads every
+// page (`verify` runs it). Options.ReadOnly opens a file without ever
+// writing to it. One caller's batch that the
 // store would refuse (ErrBadMeta) fails only that caller, never the others
 // of its group commit.
 //

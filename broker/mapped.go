@@ -43,7 +43,7 @@ func (d *DB) noteMapped(n int64) {
 // only with every read transaction closed, so the address range is the live
 // map for the whole call and never memory that was handed to anything else.
 func (d *DB) ReleaseMapped() error {
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		return dropMapped(d.db.Info().Data, tx.Size())
 	})
 }

@@ -51,7 +51,7 @@ func (d *DB) Retain(ctx context.Context, topic string, r Retention) (int64, erro
 			}
 			removed := 0
 			var walked int64 // record bytes the walk read through the map
-			err := d.db.Update(func(tx *bolt.Tx) error {
+			err := d.update(func(tx *bolt.Tx) error {
 				tb := tx.Bucket(topicBucketName(topic))
 				st, err := decodeState(tb.Get(partKey('s', p)))
 				if err != nil {

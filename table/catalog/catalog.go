@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -129,18 +130,31 @@ func tablePrefix(ns icetable.Identifier) []byte { return append(nsKey(ns), 0) }
 func identString(ident icetable.Identifier) string { return strings.Join(ident, ".") }
 
 // view runs fn in a read transaction, honouring ctx cancellation at entry.
+// Like update, it runs under boltfile.Guard: Open reads only the pages of
+// catalog.db whose number does not grow with the file (meta, root,
+// freelist), so a damaged page deeper in it is found by the first
+// transaction that reads it, which is then an error naming the file (the
+// transaction rolled back), never a crash.
 func (c *Catalog) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.db.View(fn)
+	return c.guard(func() error { return c.db.View(fn) })
 }
 
 func (c *Catalog) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.db.Update(fn)
+	return c.guard(func() error { return c.db.Update(fn) })
+}
+
+func (c *Catalog) guard(fn func() error) error {
+	err := boltfile.Guard(fn)
+	if errors.Is(err, boltfile.ErrDamaged) {
+		return fmt.Errorf("catalog %s: %w; the transaction was rolled back: %s", c.db.Path(), err, wayOut)
+	}
+	return err
 }
 
 // iterErr yields a single error.

@@ -96,8 +96,27 @@ func acquireDB(path string, lockTimeout time.Duration, readOnly bool) (*bolt.DB,
 // damagedCatalog is the error for a catalog file that cannot be opened,
 // with the way out.
 func damagedCatalog(path string, err error) error {
-	return fmt.Errorf("open catalog %s: %w; nothing was changed: stop the appliance, move the file away and restore it from a backup (it holds only the pointer to each table's current metadata.json under warehouse/)",
-		path, err)
+	return fmt.Errorf("open catalog %s: %w; nothing was changed: %s", path, err, wayOut)
+}
+
+const wayOut = "stop the appliance, move the file away and restore it from a backup (it holds only the pointer to each table's current metadata.json under warehouse/)"
+
+// CheckFile reads every page of the catalog file at path (it must not be
+// open for writing, in this process or another: it waits for the file
+// lock at most DefaultLockTimeout), the full check no open does: see
+// boltfile.Check. A damaged file is an error naming it (wrapping
+// boltfile.ErrDamaged) with the way out.
+func CheckFile(path string) (boltfile.Summary, error) {
+	s, err := boltfile.Check(path, DefaultLockTimeout)
+	switch {
+	case errors.Is(err, boltfile.ErrDamaged):
+		return s, fmt.Errorf("check catalog %s: %w: %s", path, err, wayOut)
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return s, fmt.Errorf("check catalog %s: locked by another process: %w", path, err)
+	case err != nil:
+		return s, fmt.Errorf("check catalog %s: %w", path, err)
+	}
+	return s, nil
 }
 
 func releaseFunc(abs string, s *sharedDB) func() error {

@@ -18,6 +18,14 @@
 // or claimed, so the next commit proceeds immediately. bbolt transactions that
 // had not finished committing are rolled back.
 //
+// What a damaged catalog.db gets: an error naming the file and the way out,
+// never a panic, a fault or a new database. Open refuses an empty or
+// truncated file, or one whose meta, root or freelist pages are damaged
+// (internal/boltfile: a few pages, whatever the file's size); a damaged
+// page deeper in the file is found by the first transaction that reads it
+// (every transaction runs under boltfile.Guard), which is rolled back.
+// CheckFile reads every page (`verify` runs it).
+//
 // Several Catalog values may be opened on the same file in one process: they
 // share one bbolt handle, so their compare-and-swaps are serialised. A second
 // process waits up to Options.LockTimeout for bbolt's file lock.
