@@ -116,6 +116,7 @@ func (d *DB) commitLoop() {
 			r.done <- err
 		}
 		if err == nil {
+			d.appended.Add(int64(size))
 			d.notify()
 			d.noteMapped(int64(size))
 		}

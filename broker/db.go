@@ -80,6 +80,11 @@ type DB struct {
 
 	mappedSinceRelease atomic.Int64 // record bytes read, appended or trimmed since the last ReleaseMapped
 	slabs              [][]byte     // encode buffers reused between group commits (committer goroutine only)
+
+	appended         atomic.Int64     // encoded record bytes committed since Open
+	retainMu         sync.Mutex       // serialises Retain calls and guards retainSeen
+	retainSeen       map[string]int64 // appended as each topic's last Retain saw it
+	retainFreeBudget int64            // DefaultRetainFreePages unless a test sets it
 }
 
 var (
@@ -112,10 +117,16 @@ func Open(path string, opts Options) (*DB, error) {
 		}
 	}
 	bdb, err := boltfile.Open(path, 0o600, &bolt.Options{
-		Timeout:        opts.OpenTimeout,
-		ReadOnly:       opts.ReadOnly,
-		NoFreelistSync: true, // the freelist is rebuilt on Open; saves a write per commit
-		FreelistType:   bolt.FreelistMapType,
+		Timeout:  opts.OpenTimeout,
+		ReadOnly: opts.ReadOnly,
+		// The freelist is persisted (bbolt's default: NoFreelistSync
+		// false): without it, every writable open rebuilds it by walking
+		// every page of the tree, which reads the whole log and leaves
+		// it resident in the map before the first append. It costs a
+		// freelist written at every commit, 8 bytes per free page (one
+		// page at least): retention bounds the free pages (see Retain). A file written without it (by an older version)
+		// is walked once, at its first writable open, then persisted.
+		FreelistType: bolt.FreelistMapType,
 		// Copy-on-write rewrites every page a commit touches (a leaf per
 		// partition, their branches, the state and meta pages): at the real
 		// stream's rate, about ten pages per commit of a few records. 8 KiB
@@ -143,13 +154,15 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open broker %s: %w", path, err)
 	}
 	d := &DB{
-		path:     path,
-		db:       bdb,
-		opts:     opts,
-		topics:   map[string]int{},
-		changed:  make(chan struct{}),
-		appendCh: make(chan *appendReq, 1024),
-		stopped:  make(chan struct{}),
+		path:             path,
+		db:               bdb,
+		opts:             opts,
+		topics:           map[string]int{},
+		changed:          make(chan struct{}),
+		appendCh:         make(chan *appendReq, 1024),
+		stopped:          make(chan struct{}),
+		retainSeen:       map[string]int64{},
+		retainFreeBudget: DefaultRetainFreePages,
 	}
 	if err := d.init(existed); err != nil {
 		bdb.Close()
@@ -169,11 +182,11 @@ func damaged(path string, err error) error {
 
 const wayOut = "stop the appliance, move the file away and restore it from a backup (starting without it loses the events bronze has not landed yet)"
 
-// view and update run a bbolt transaction under boltfile.Guard. A
-// read-only Open checks only the pages whose number does not grow with the
-// log (meta, root); a damaged page deeper in the tree is found by the
-// first transaction that reads it, where bbolt panics or faults: that is
-// an error naming the file (wrapping ErrNotBroker and boltfile.ErrDamaged),
+// view and update run a bbolt transaction under boltfile.Guard. Open
+// checks only the pages whose number does not grow with the log (meta,
+// root, freelist); a damaged page deeper in the tree is found by the first
+// transaction that reads it, where bbolt panics or faults: that is an
+// error naming the file (wrapping ErrNotBroker and boltfile.ErrDamaged),
 // the transaction rolled back, never a crash.
 func (d *DB) view(fn func(*bolt.Tx) error) error {
 	return d.guard(func() error { return d.db.View(fn) })

@@ -13,19 +13,24 @@
 // a transaction that had not finished committing is rolled back by bbolt on
 // the next Open, so after a crash either all records and metadata of an
 // Append are readable or none of them is. Offsets stay dense: a record is
-// never visible without all records before it in its partition.
+// never visible without all records before it in its partition. bbolt's
+// freelist is committed with every transaction too, so an Open, after a
+// crash or not, reads a few pages whatever the log's size, never the whole
+// file (a file written before the freelist was persisted is walked once).
 //
 // What a damaged file gets: an error naming the file and the way out,
 // wrapping ErrNotBroker, never a panic, a fault or a new database. Open
-// refuses an empty, truncated or foreign file, or one whose meta or root
-// pages are damaged, and changes nothing (a writable open also checks
-// every page bbolt walks to rebuild its freelist); a damaged page found
-// later by a transaction (every transaction runs under internal/boltfile's
-// Guard) is refused and the transaction rolled back. CheckFile reads every
-// page (`verify` runs it). Options.ReadOnly opens a file without ever
-// writing to it. One caller's batch that the
-// store would refuse (ErrBadMeta) fails only that caller, never the others
-// of its group commit.
+// refuses an empty, truncated or foreign file, or one whose meta, root or
+// freelist pages are damaged, and changes nothing; a damaged page deeper in
+// the log is found by the first transaction that reads it (every
+// transaction runs under internal/boltfile's Guard), which is rolled back.
+// CheckFile reads every page (`verify` runs it). Options.ReadOnly opens a
+// file without ever writing to it. One caller's batch that the store would
+// refuse (ErrBadMeta) fails only that caller, never the others of its
+// group commit.
+//
+// Retention trims as fast as the appends reuse the space (see Retain), so
+// the freelist every commit writes stays small.
 //
 // The Log interface is what the stream engine consumes; *DB is the bbolt
 // implementation, package kafka the Kafka one, and package brokertest holds

@@ -29,8 +29,26 @@ type Retention struct {
 // holds the write lock long enough to stall appends.
 const retainChunk = 10_000
 
+// DefaultRetainFreePages is how many free pages of broker.db a retention
+// pass may leave beyond those the appends since the topic's previous pass
+// took (see Retain): 4096 pages of 8 KiB, 32 MiB of trimmed records, a
+// freelist of 32 KiB written at every commit at most, against about 130
+// KiB for a commit of a few records.
+const DefaultRetainFreePages = 4096
+
 // Retain applies r to every partition of topic and returns how many records
 // it removed. Start offsets advance; offsets are never reused.
+//
+// A pass frees at most as much as the appends reuse: it stops once the
+// file holds DefaultRetainFreePages free pages plus as many as the records
+// appended since the topic's previous pass (any topic's) took, sharing
+// that between the partitions; the records still due are trimmed by a
+// later pass. bbolt writes the whole freelist, 8 bytes per free page, at
+// every commit, and the file never shrinks: trimming a day of backlog at
+// once (after a stop, or a shorter retention) would free hundreds of
+// thousands of pages and make every commit write megabytes until the
+// appends had reused them, while trimming it as the appends need the
+// space keeps the file the same size. Retain calls are serialised.
 func (d *DB) Retain(ctx context.Context, topic string, r Retention) (int64, error) {
 	n, err := d.partitions(topic)
 	if err != nil {
@@ -43,66 +61,93 @@ func (d *DB) Retain(ctx context.Context, topic string, r Retention) (int64, erro
 	if now.IsZero() {
 		now = time.Now()
 	}
+	d.retainMu.Lock()
+	defer d.retainMu.Unlock()
+	pageSize := int64(d.db.Info().PageSize)
+	appended := d.appended.Load()
+	budget := d.retainFreeBudget + (appended-d.retainSeen[topic])/pageSize
+	d.retainSeen[topic] = appended
 	var total int64
 	for p := 0; p < n; p++ {
-		for {
+		// This partition's share of the pages the pass may still free.
+		share := (budget - d.freePages()) * pageSize / int64(n-p)
+		var walked int64 // record bytes the walk read through the map
+		for share-walked > 0 {
 			if err := ctx.Err(); err != nil {
 				return total, err
 			}
-			removed := 0
-			var walked int64 // record bytes the walk read through the map
-			err := d.update(func(tx *bolt.Tx) error {
-				tb := tx.Bucket(topicBucketName(topic))
-				st, err := decodeState(tb.Get(partKey('s', p)))
-				if err != nil {
-					return err
-				}
-				limit := st.end
-				if r.Floor != nil && r.Floor[p] < limit {
-					limit = r.Floor[p]
-				}
-				rb := tb.Bucket(partKey('r', p))
-				var doomed [][]byte // deleted after the walk: deleting under a cursor skips keys
-				c := rb.Cursor()
-				for k, v := c.Seek(offsetKey(st.start)); k != nil && removed < retainChunk; k, v = c.Next() {
-					off := int64(binary.BigEndian.Uint64(k))
-					if off >= limit {
-						break
-					}
-					walked += int64(len(k) + len(v))
-					var m Message
-					if err := decodeRecord(v, &m); err != nil {
-						return fmt.Errorf("%s/%d@%d: %w", topic, p, off, err)
-					}
-					tooOld := r.MaxAge > 0 && !m.Timestamp.IsZero() && now.Sub(m.Timestamp) > r.MaxAge
-					tooBig := r.MaxBytes > 0 && st.bytes > r.MaxBytes
-					if !tooOld && !tooBig {
-						break
-					}
-					doomed = append(doomed, append([]byte{}, k...))
-					st.start = off + 1
-					st.bytes -= int64(len(m.Key) + len(m.Value))
-					removed++
-				}
-				if removed == 0 {
-					return nil
-				}
-				for _, k := range doomed {
-					if err := rb.Delete(k); err != nil {
-						return err
-					}
-				}
-				return tb.Put(partKey('s', p), st.encode())
-			})
-			d.noteMapped(walked) // a trim reads what it deletes, like a consumer
+			removed, w, err := d.retainChunk(topic, p, r, now, share-walked)
+			walked += w
+			d.noteMapped(w) // a trim reads what it deletes, like a consumer
 			if err != nil {
 				return total, fmt.Errorf("retain %s/%d: %w", topic, p, err)
 			}
 			total += int64(removed)
 			if removed < retainChunk {
-				break
+				break // nothing more due, or the share is used
 			}
 		}
 	}
 	return total, nil
+}
+
+// freePages is how many pages bbolt's freelist holds (free, or freed by a
+// transaction some reader may still see): what every commit writes.
+func (d *DB) freePages() int64 {
+	st := d.db.Stats()
+	return int64(st.FreePageN + st.PendingPageN)
+}
+
+// retainChunk removes, in one transaction, at most retainChunk of
+// partition p's oldest records that r makes due, stopping once it has
+// walked maxBytes of records. It returns how many it removed and the
+// bytes it walked.
+func (d *DB) retainChunk(topic string, p int, r Retention, now time.Time, maxBytes int64) (removed int, walked int64, err error) {
+	err = d.update(func(tx *bolt.Tx) error {
+		tb := tx.Bucket(topicBucketName(topic))
+		st, err := decodeState(tb.Get(partKey('s', p)))
+		if err != nil {
+			return err
+		}
+		limit := st.end
+		if r.Floor != nil && r.Floor[p] < limit {
+			limit = r.Floor[p]
+		}
+		rb := tb.Bucket(partKey('r', p))
+		var doomed [][]byte // deleted after the walk: deleting under a cursor skips keys
+		c := rb.Cursor()
+		for k, v := c.Seek(offsetKey(st.start)); k != nil && removed < retainChunk && walked < maxBytes; k, v = c.Next() {
+			off := int64(binary.BigEndian.Uint64(k))
+			if off >= limit {
+				break
+			}
+			var m Message
+			if err := decodeRecord(v, &m); err != nil {
+				return fmt.Errorf("%s/%d@%d: %w", topic, p, off, err)
+			}
+			tooOld := r.MaxAge > 0 && !m.Timestamp.IsZero() && now.Sub(m.Timestamp) > r.MaxAge
+			tooBig := r.MaxBytes > 0 && st.bytes > r.MaxBytes
+			if !tooOld && !tooBig {
+				break
+			}
+			walked += int64(len(k) + len(v))
+			doomed = append(doomed, append([]byte{}, k...))
+			st.start = off + 1
+			st.bytes -= int64(len(m.Key) + len(m.Value))
+			removed++
+		}
+		if removed == 0 {
+			return nil
+		}
+		for _, k := range doomed {
+			if err := rb.Delete(k); err != nil {
+				return err
+			}
+		}
+		return tb.Put(partKey('s', p), st.encode())
+	})
+	if err != nil {
+		return 0, walked, err
+	}
+	return removed, walked, nil
 }
