@@ -6,7 +6,10 @@
 // It owns one transactional producer identity (Config.TransactionalID),
 // the topics it creates, and the compacted meta topic (Config.MetaTopic)
 // that holds the Meta entries of Append as records keyed by the meta key.
-// It reads with read_committed isolation only.
+// It reads with read_committed isolation, and tells committed records
+// from aborted ones by their transactions' commit and abort markers
+// rather than by the list of aborted transactions a fetch response
+// carries, which kfake leaves out of some responses (markers.go).
 //
 // What survives a crash: every Append that returned nil. An Append is one
 // Kafka transaction holding its records and its Meta entries, committed
