@@ -24,6 +24,7 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.CrashAt, "crash-at", "", "make the first kill at this fault hook instead of a random moment (see --hooks)")
 	fs.IntVar(&cfg.CrashSkip, "crash-skip", 0, "hits of the --crash-at hook to let pass before it fires (0: random 1 to 3)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "replay pace in events/s (0: flat out); ingest-path hooks need a pace to land mid-backlog")
+	fs.IntVar(&cfg.IngestKills, "ingest-kills", 0, "with --broker kafka: first run the ingest role alone this many times, each killed inside an open Kafka transaction, then until Kafka holds the backlog, which bronze then reads from offset 0 (aborted transactions more than a fetch before the end)")
 	fs.BoolVar(&cfg.CheckpointLoss, "checkpoint-loss", false, "delete the bronze checkpoint before the last restart (the default policy must still give zero duplicates)")
 	fs.IntVar(&cfg.Loops, "loops", verify.DefaultLoops, "loops of the recording, each with fresh event ids")
 	fs.IntVar(&cfg.Sample, "sample", verify.DefaultSample, "events in the recording")
@@ -50,6 +51,9 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.S3 = true
 	default:
 		return fmt.Errorf("--warehouse %q: want local or s3: %w", *warehouseKind, errUsage)
+	}
+	if cfg.IngestKills > 0 && !cfg.Kafka {
+		return fmt.Errorf("--ingest-kills needs --broker kafka (the ingest role runs on a shared broker): %w", errUsage)
 	}
 	if *hooks {
 		for _, h := range fault.Known() {

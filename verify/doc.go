@@ -25,7 +25,12 @@
 // appliance, as a child process, over real SSE from a replay server, kills it
 // mid-backlog several times, then verifies. Every expectation is computed from
 // the scenario itself; a kill that lands where it proves nothing is reported
-// as inconclusive, never as a pass.
+// as inconclusive, never as a pass. On Kafka it also reads the topics with
+// a franz-go read-committed consumer, a reader independent of the
+// appliance's, and checks that the appliance's Log holds the same records
+// (kafka-read-committed); with IngestKills it first kills the ingest role
+// inside open transactions, so that bronze drains a backlog holding aborted
+// ones.
 //
 // Soak is the long-running benchmark: it runs the appliance as a child
 // process, exactly as `run` with its defaults, feeds it a live-like stream

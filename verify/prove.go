@@ -81,6 +81,16 @@ type ProveConfig struct {
 	// outlives every kill, and the verifier reads it with read-committed
 	// isolation, counting the records it holds (its offsets skip).
 	Kafka bool
+	// IngestKills, with Kafka, first runs the ingest role alone (`run
+	// --role ingest`: nothing reads the topic meanwhile) that many times,
+	// each killed by the fault hook kafka.after-produce inside an open
+	// transaction after zero or one committed batch, then once more until
+	// Kafka holds the whole backlog; the runs that follow read it from
+	// offset 0. Its aborted transactions then lie more than a fetch
+	// (kafka.FetchBytes) before a partition's end, where a reader that
+	// trusted kfake's lists of aborted transactions returned them as
+	// committed; the run is inconclusive otherwise.
+	IngestKills int
 	// S3 puts the warehouse in an S3 bucket Prove serves from this
 	// process (gofakes3, on 127.0.0.1); the appliance gets its endpoint
 	// and keys in the AWS_* variables.
@@ -157,8 +167,36 @@ type ProveResult struct {
 	Backlog  int64   // events in the topic before the late events
 	KilledAt []int64 // bronze rows committed at each kill (read from the table)
 	Hook     string  // the fault hook that made the first kill, if any
-	Expect   Expect
-	Report   Report
+	// Aborted is the records of the topic's aborted transactions after
+	// the IngestKills runs, and AbortedBeyond the most record bytes after
+	// a partition's first aborted record.
+	Aborted       int64
+	AbortedBeyond int64
+	Expect        Expect
+	Report        Report
+
+	committed map[int32][]int64 // the topic's committed offsets after the IngestKills runs
+}
+
+// offsetsAt is the sum of bronze's end offsets over the partitions once
+// it holds about n events of the backlog: n, unless the IngestKills runs
+// left aborted transactions, whose offsets bronze passes without a row;
+// then each partition's offset past its share of n committed records.
+func (r *ProveResult) offsetsAt(n int64) int64 {
+	var total int64
+	for _, offs := range r.committed {
+		total += int64(len(offs))
+	}
+	if total == 0 {
+		return n
+	}
+	var sum int64
+	for _, offs := range r.committed {
+		if k := min(n*int64(len(offs))/total, int64(len(offs))); k > 0 {
+			sum += offs[k-1] + 1
+		}
+	}
+	return max(sum, 1)
 }
 
 // Summary is the one-paragraph report.
@@ -175,6 +213,10 @@ func (r ProveResult) Summary() string {
 	hook := ""
 	if r.Hook != "" {
 		hook = " (first kill at fault hook " + r.Hook + ")"
+	}
+	if r.Aborted > 0 {
+		hook += fmt.Sprintf(" after ingest runs killed inside transactions (%s aborted records, up to %s of records after them)",
+			humanize.Count(r.Aborted), humanize.Bytes(r.AbortedBeyond))
 	}
 	return fmt.Sprintf("killed %d times%s with %s of %s events committed to bronze; after restart: broker %s, bronze %s (%s distinct offsets), silver %s (%s distinct ids), late in silver %d, DLQ %s, bronze commits %s: %s",
 		len(r.KilledAt), hook, strings.Join(kills, " / "), humanize.Count(r.Backlog),
@@ -193,6 +235,9 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 	res := ProveResult{Seed: cfg.Seed}
 	if cfg.Launch == nil {
 		return res, errors.New("prove: no Launch function")
+	}
+	if cfg.IngestKills > 0 && !cfg.Kafka {
+		return res, errors.New("prove: ingest kills need Kafka (the ingest role runs on a shared broker)")
 	}
 	if err := freshDir(cfg.DataDir); err != nil {
 		return res, err
@@ -247,6 +292,11 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 	}
 	if lakeCfg.Warehouse != "" {
 		args = append(args, "--warehouse", lakeCfg.Warehouse)
+	}
+	if cfg.IngestKills > 0 {
+		if err := proveIngestKills(ctx, cfg, &res, args, rng); err != nil {
+			return res, err
+		}
 	}
 	fracs := killFractions(cfg, rng)
 	for k := range fracs {
@@ -324,7 +374,7 @@ func proveKill(ctx context.Context, cfg ProveConfig, res *ProveResult, args []st
 		target = last
 	}
 	if hook == "" && target > 0 {
-		env = append(env, fmt.Sprintf("%s=%d", KillAtBronzeEnv, target))
+		env = append(env, fmt.Sprintf("%s=%d", KillAtBronzeEnv, res.offsetsAt(target)))
 	}
 	c, err := launch(ctx, cfg, args, env, k)
 	if err != nil {
@@ -413,6 +463,16 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 		return err
 	}
 	res.Report, err = verifyDir(ctx, cfg.lake, cfg.brokerURL, res.Expect, cfg.Progress)
+	if cfg.Kafka && (err == nil || errors.Is(err, ErrFailed)) {
+		c, kerr := kafkaCheck(ctx, cfg)
+		if kerr != nil {
+			return kerr
+		}
+		res.Report.Checks = append(res.Report.Checks, c)
+		if !c.OK && err == nil {
+			err = fmt.Errorf("%w: %s", ErrFailed, c.Name)
+		}
+	}
 	if err == nil && cfg.CheckpointLoss {
 		// The lost checkpoint must not pass silently: the restarted
 		// appliance reports the query-id change of bronze.
@@ -430,9 +490,14 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 }
 
 func launch(ctx context.Context, cfg ProveConfig, args, env []string, run int) (*child, error) {
+	return launchLog(ctx, cfg, args, env, fmt.Sprintf("prove-run-%d.log", run+1))
+}
+
+// launchLog starts the appliance with its output in DataDir/name.
+func launchLog(ctx context.Context, cfg ProveConfig, args, env []string, name string) (*child, error) {
 	cmd := cfg.Launch(args)
 	cmd.Env = append(append(append(os.Environ(), cfg.env...), env...), cmd.Env...)
-	return startChild(ctx, cmd, filepath.Join(cfg.DataDir, fmt.Sprintf("prove-run-%d.log", run+1)))
+	return startChild(ctx, cmd, filepath.Join(cfg.DataDir, name))
 }
 
 // killAt waits for the child to SIGKILL itself at target committed bronze

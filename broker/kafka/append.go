@@ -11,11 +11,16 @@ import (
 	"lakehouse/internal/fault"
 )
 
+// AfterProduceHook names the fault hook between a transaction's produce
+// and its commit: a process killed there leaves its transaction open, and
+// the next Log opened with its TransactionalID aborts it.
+const AfterProduceHook = "kafka.after-produce"
+
 // Fault hooks of Append.
 var (
 	// hookAfterProduce is the crash point between a transaction's
 	// produce and its commit.
-	hookAfterProduce = fault.Register("kafka.after-produce",
+	hookAfterProduce = fault.Register(AfterProduceHook,
 		"records and meta of an Append produced and acknowledged by Kafka, before EndTransaction commits them")
 	// failBeforeCommit is a failure point there: an error armed on it
 	// makes Append abort the transaction instead of committing it.
