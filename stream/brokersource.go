@@ -395,6 +395,9 @@ read:
 	for off := from; off < stop; {
 		n := int(min(int64(chunk), stop-off))
 		got, err := s.Log.Read(ctx, s.Topic, p, off, n)
+		if errors.Is(err, broker.ErrOffsetTrimmed) {
+			return nil, 0, fmt.Errorf("read %s/%d at %d: %w: %w", s.Topic, p, off, ErrSourceBehind, err)
+		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("read %s/%d at %d: %w", s.Topic, p, off, err)
 		}

@@ -107,14 +107,23 @@ func (q *Query) IDChange() (int64, string) {
 // A transient error (storage full or unreachable, see package transient)
 // pauses the query: it waits with backoff, then recovers from its durable
 // position and goes on, as after a restart (Paused says so meanwhile). Any
-// other error stops the query; the checkpoint stays consistent.
+// other error stops the query; the checkpoint stays consistent. An error
+// wrapping ErrSourceBehind (the checkpoint's position is gone from the
+// source) or ErrCorruptCheckpoint says how to recover.
 func (q *Query) Run(ctx context.Context) error {
 	err := q.run(ctx)
 	for ctx.Err() == nil && transient.Is(err) && q.paused(ctx, err) {
 		err = q.run(ctx)
 	}
-	if errors.Is(err, ErrCorruptCheckpoint) && q.cfg.OnCheckpointLoss == RebuildFromTable {
+	switch {
+	case errors.Is(err, ErrCorruptCheckpoint) && q.cfg.OnCheckpointLoss == RebuildFromTable:
 		err = fmt.Errorf("%w; to recover, stop the appliance and move the query's checkpoint %s away: the query then continues from its table's marker, with no duplicates (--checkpoint-loss rebuild)", err, q.cp.Dir)
+	case errors.Is(err, ErrSourceBehind):
+		// The checkpoint's position is gone from the source: snapshot
+		// expiry or broker retention keeps what the table's marker has
+		// not consumed, and a checkpoint behind the marker (a fresh
+		// start re-reading from the earliest offsets) is not protected.
+		err = fmt.Errorf("%w; the query's checkpoint %s records a position the source no longer holds (expiry or retention removed it after the checkpoint was written): to recover, stop the appliance and move that checkpoint away, then start with --checkpoint-loss rebuild: the query continues from its table's marker, which expiry and retention keep, with no duplicates (--checkpoint-loss fresh would re-read from the oldest data the source holds, and may meet this again while expiry runs)", err, q.cp.Dir)
 	}
 	if ctx.Err() != nil {
 		// Best effort: progress rows are durable in the commit log anyway.
