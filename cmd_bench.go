@@ -35,6 +35,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if bf.soak.Duration > 0 {
 		return runBenchSoak(ctx, bf, args, stdout)
 	}
+	if bf.history.on {
+		return runBenchHistory(ctx, bf, args, stdout)
+	}
 	if bf.render {
 		js, err := os.ReadFile(filepath.Join(bf.out, "results.json"))
 		if err != nil {
@@ -128,6 +131,7 @@ type benchFlags struct {
 	soak                          verify.SoakConfig
 	soakOpt                       soakOptions
 	soakArgs                      string
+	history                       historyFlags
 }
 
 func registerBenchFlags(fs *flag.FlagSet) *benchFlags {
@@ -139,7 +143,7 @@ func registerBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.IntVar(&bf.producerN, "producer-events", 300_000, "events for the producer-ceiling measurement (0: skip)")
 	fs.IntVar(&bf.drainN, "drain-events", 1_000_000, "backlog for the bronze drain and silver backlog measurements (0: skip)")
 	fs.StringVar(&bf.profile, "profile", "", "write each phase's CPU profile (the one its CPU split by stage comes from) as cpu-<rate>-<trigger>.prof, and heap-<rate>-<trigger>.prof when it has caught up, to this directory")
-	fs.BoolVar(&bf.render, "render", false, "only rewrite results.md and freshness.svg from the existing results.json in --out")
+	fs.BoolVar(&bf.render, "render", false, "only rewrite results.md and freshness.svg from the existing results.json in --out (with --history: the history report from its .json)")
 	fs.BoolVar(&bf.keep, "keep", false, "keep each phase's data directory and print where it is")
 	fs.Int64Var(&bf.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "bronze batch size cap in every phase")
 	fs.Float64Var(&bf.searchStep, "search-step", 2500, "after the phases, step the rate up by this much (default trigger, 30 s phases) from the fastest phase that kept up until one does not or the highest --rates is reached (0: skip)")
@@ -155,6 +159,7 @@ func registerBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.StringVar(&bf.soakArgs, "soak-args", "", `soak: extra arguments for the appliance's run, e.g. "--trigger 2s"`)
 	fs.StringVar(&bf.soakOpt.name, "soak-name", "soak", "soak: base name of the report files in --out")
 	fs.BoolVar(&bf.soakOpt.keep, "soak-keep", false, "soak: keep the data directory and the appliance's log (kept anyway when the soak fails)")
+	bf.history.register(fs)
 	return bf
 }
 

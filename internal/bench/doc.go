@@ -7,5 +7,18 @@
 // benchmarks/results.md, .json and freshness.svg. Package main supplies
 // the appliance (Start) and the flags. Every figure comes from the broker,
 // the tables on disk or the kernel, not from the pipeline's own counters.
-// Nothing here is durable: each phase runs in a temporary directory.
+//
+// The history benchmark (history*.go) measures the binary itself as child
+// processes: lakes of days of history built by its demo, the appliance
+// restarted on them (readiness, refreshes, memory from /proc), questions
+// through its query checked against the package's own reading of the
+// tables and the broker, its verify, and the disk; it writes
+// benchmarks/history.md, .json and .svg. Package main supplies the
+// launcher.
+//
+// Nothing here is durable: each phase runs in a temporary directory, and a
+// history run in a work directory removed after a run that passed, unless
+// it is told to keep its lakes (a kept lake is reused only once its build
+// record, written last, says it was built and settled with the same
+// parameters).
 package bench
