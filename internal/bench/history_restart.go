@@ -145,7 +145,10 @@ func measureRestart(ctx context.Context, cfg HistoryConfig, lake, logPath string
 		if err == nil && code == 200 && res.ReadyzSeconds < 0 {
 			res.ReadyzSeconds = svc.elapsed()
 		}
-		if time.Since(lastStatus) >= statusEvery || code == 200 && (latest == nil || !latest.Passed) {
+		// Once /readyz says 200, what is missing is a passing refresh: look
+		// sooner, but not at every tick.
+		soon := code == 200 && (latest == nil || !latest.Passed) && time.Since(lastStatus) >= statusEvery/4
+		if time.Since(lastStatus) >= statusEvery || soon {
 			lastStatus = time.Now()
 			var st apiStatus
 			if _, err := svc.getJSON(ctx, "/api/status", &st); err == nil {
