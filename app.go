@@ -341,6 +341,11 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 		}
 		defer stopHTTP()
 	}
+	stopLocal, err := p.serveLocal(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopLocal()
 	// An error after a component started stops the started ones before it
 	// returns: the caller closes the broker and the lake next.
 	stopAll := func(err error) error {

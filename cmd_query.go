@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"lakehouse/marts"
 	"lakehouse/table"
@@ -22,10 +24,14 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c.register(fs)
 	warehouse := fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)")
 	format := fs.String("format", marts.FormatTable, "output format: table, csv or json")
+	timeout := fs.Duration("timeout", defaultQueryTimeout, "stop the query after this long")
+	memory := fs.String("memory", marts.DefaultQueryMemory, "DuckDB's memory limit for the query; past it the query spills to a temporary directory")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: lakehouse query [flags] \"SQL\" [flags]\n\n"+
-			"Runs one DuckDB SQL statement, quoted as one argument. Flags may come before\n"+
-			"or after it; a statement that starts with \"-\" goes after \"--\".\n\n"+
+			"Runs one read-only DuckDB SELECT (SHOW TABLES and DESCRIBE too), quoted as one\n"+
+			"argument, over the lake's tables; beside a running appliance it reads through\n"+
+			"it. Flags may come before or after it; a statement that starts with \"-\" goes\n"+
+			"after \"--\".\n\n"+
 			"Tables: %s, gold.*, ops.*\n\nFlags:\n", strings.Join(table.Tables, ", "))
 		fs.PrintDefaults()
 	}
@@ -42,16 +48,44 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("want one SQL statement, got %d arguments %s (quote the statement as one argument): %w",
 			len(pos), quoteAll(pos), errUsage)
 	}
+	if *timeout <= 0 {
+		return fmt.Errorf("--timeout %s: want a positive duration: %w", *timeout, errUsage)
+	}
 	if _, err := os.Stat(c.data); err != nil {
 		return fmt.Errorf("no lake at %s (run `lakehouse demo` first, or pass --data): %w", c.data, err)
 	}
-	lake, err := table.Open(ctx, c.readOnlyTableConfig(*warehouse))
+	_, lake, live, err := c.openReaders(ctx, *warehouse, false, true)
 	if err != nil {
 		return err
 	}
 	defer lake.Close()
-	return marts.Query(ctx, lake, pos[0], *format, stdout)
+	qctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	opt := marts.QueryOptions{MemoryLimit: *memory}
+	if live != nil {
+		// Beside a running appliance: pin the snapshot of every table for
+		// as long as the query may run, and read those.
+		idents, err := lake.Tables(ctx)
+		if err != nil {
+			return err
+		}
+		ls, release, err := live.lease(ctx, idents, *timeout+time.Minute)
+		if err != nil {
+			return err
+		}
+		defer release()
+		opt.Snapshots = ls.Snapshots
+	}
+	err = marts.Query(qctx, lake, pos[0], *format, stdout, opt)
+	if err != nil && errors.Is(qctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("query: stopped after --timeout %s", *timeout)
+	}
+	return err
 }
+
+// defaultQueryTimeout bounds a query; a query beside a running appliance
+// holds its tables' snapshots (and their files) that long at most.
+const defaultQueryTimeout = 10 * time.Minute
 
 // quoteAll renders args as Go-quoted strings separated by spaces.
 func quoteAll(args []string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -21,11 +22,22 @@ func init() {
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", stderr)
-	addr := fs.String("http", defaultHTTPAddr, "address of the running appliance's HTTP surface")
+	var c common
+	c.register(fs)
+	addr := fs.String("http", defaultHTTPAddr, "address of the running appliance's HTTP surface (default: the appliance running on --data, else "+defaultHTTPAddr+")")
 	token := fs.String("http-token", os.Getenv(envHTTPToken), "bearer token, if the appliance requires one (env "+envHTTPToken+")")
 	asJSON := fs.Bool("json", false, "print the raw /api/status JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	httpSet := false
+	fs.Visit(func(f *flag.Flag) { httpSet = httpSet || f.Name == "http" })
+	if !httpSet {
+		// The appliance running on the data directory answers on its
+		// local endpoint whatever its --http.
+		if live, err := c.live(ctx); err == nil && live != nil {
+			*addr, *token = live.info.URL, live.info.Token
+		}
 	}
 	base := *addr
 	if !strings.Contains(base, "://") {

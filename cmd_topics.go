@@ -20,7 +20,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	db, err := c.openBrokerExisting(ctx, true)
+	db, _, _, err := c.openReaders(ctx, "", true, false)
 	if err != nil {
 		return err
 	}

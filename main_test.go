@@ -217,6 +217,21 @@ func TestDemo(t *testing.T) {
 			t.Errorf("after the demo %s has no rows (%q)", tbl, q.String())
 		}
 	}
+	// The example questions of docs/querying.md each answer with rows.
+	doc, err := os.ReadFile("docs/querying.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := regexp.MustCompile("(?s)```sql\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	if len(examples) < 5 {
+		t.Fatalf("docs/querying.md has %d SQL examples, want at least 5", len(examples))
+	}
+	for _, ex := range examples {
+		var q strings.Builder
+		if code := run([]string{"query", "--data", dir, "--format", "csv", ex[1]}, &q, &q); code != 0 || strings.Count(q.String(), "\n") < 2 {
+			t.Errorf("example of docs/querying.md answered nothing (exit %d):\n%s\n%s", code, ex[1], q.String())
+		}
+	}
 	// The lake the demo left passes the verifier; a second demo resets it.
 	var vout strings.Builder
 	if code := run([]string{"verify", "--data", dir}, &vout, &vout); code != 0 {
@@ -424,10 +439,10 @@ func goldEqualsLocal(t *testing.T, dir string, cfg table.Config) {
 	for _, id := range marts.GoldTables {
 		var got, want strings.Builder
 		q := "SELECT * FROM " + id + " ORDER BY ALL"
-		if err := marts.Query(ctx, remote, q, marts.FormatCSV, &got); err != nil {
+		if err := marts.Query(ctx, remote, q, marts.FormatCSV, &got, marts.QueryOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := marts.Query(ctx, local, q, marts.FormatCSV, &want); err != nil {
+		if err := marts.Query(ctx, local, q, marts.FormatCSV, &want, marts.QueryOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if got.String() != want.String() || strings.Count(want.String(), "\n") < 2 {

@@ -50,7 +50,7 @@ func BenchmarkQuery(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := Query(ctx, lake, `SELECT wiki, title, count(*) AS n FROM silver.edits GROUP BY ALL ORDER BY n DESC`, FormatTable, io.Discard); err != nil {
+		if err := Query(ctx, lake, `SELECT wiki, title, count(*) AS n FROM silver.edits GROUP BY ALL ORDER BY n DESC`, FormatTable, io.Discard, QueryOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -114,7 +114,7 @@ func TestChecksFailWhenBroken(t *testing.T) {
 			}
 			var out bytes.Buffer
 			q := "SELECT count(*) FROM ops.asset_checks WHERE check_name = '" + tc.check + "' AND NOT passed"
-			if err := Query(ctx, lake, q, FormatCSV, &out); err != nil {
+			if err := Query(ctx, lake, q, FormatCSV, &out, QueryOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.TrimSpace(strings.Split(out.String(), "\n")[1]); got != "1" {

@@ -33,6 +33,8 @@ type duck struct {
 	// LocalFile: a remote warehouse's files are copied to local disk, as
 	// DuckDB has no httpfs offline); nil: paths as they are.
 	local func(ctx context.Context, path string) (string, error)
+	// read lists every data file the attached views read (local paths).
+	read []string
 }
 
 // duckLimits bound what one DuckDB database may hold in memory. The zero
@@ -176,6 +178,7 @@ func (d *duck) attachWhere(ctx context.Context, ident string, f table.Files, whe
 				}
 			}
 			paths[i] = quoteString(p)
+			d.read = append(d.read, p)
 		}
 		body = fmt.Sprintf("SELECT * FROM read_parquet([%s], schema=%s, hive_partitioning=false)",
 			strings.Join(paths, ", "), schemaMap)

@@ -13,6 +13,10 @@ var (
 	// ErrFormat: Query was asked for an output format other than table,
 	// csv or json.
 	ErrFormat = errors.New("unknown output format")
+	// ErrRefused: Query was given a statement that is not one read-only
+	// SELECT (COPY, ATTACH, INSTALL, SET, CREATE TABLE, several
+	// statements...); nothing was run. The message names the statement.
+	ErrRefused = errors.New("statement refused")
 	// ErrChecksFailed: Refresh rebuilt the marts but at least one asset
 	// check failed; the Report holds each check's numbers.
 	ErrChecksFailed = errors.New("asset checks failed")

@@ -42,7 +42,7 @@ func TestGoldenMarts(t *testing.T) {
 					t.Fatal(err)
 				}
 				var out bytes.Buffer
-				if err := Query(context.Background(), lake, "SELECT count(*) FROM gold.hot_pages", FormatCSV, &out); err != nil {
+				if err := Query(context.Background(), lake, "SELECT count(*) FROM gold.hot_pages", FormatCSV, &out, QueryOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				hot, _ := lake.DataFiles(context.Background(), HotPages)
@@ -67,7 +67,7 @@ func goldenMarts(t *testing.T, lake *table.Lake, log fakeLog) {
 	for _, id := range GoldTables {
 		t.Run(strings.TrimPrefix(id, "gold."), func(t *testing.T) {
 			var got bytes.Buffer
-			if err := Query(ctx, lake, "SELECT * FROM "+id, FormatCSV, &got); err != nil {
+			if err := Query(ctx, lake, "SELECT * FROM "+id, FormatCSV, &got, QueryOptions{}); err != nil {
 				t.Fatalf("query %s: %v", id, err)
 			}
 			path := filepath.Join("testdata", "golden", strings.TrimPrefix(id, "gold.")+".csv")
@@ -131,7 +131,7 @@ func TestHourlyMartMatchesGo(t *testing.T) {
 		t.Fatalf("refresh: %v", err)
 	}
 	var got bytes.Buffer
-	if err := Query(ctx, lake, "SELECT * FROM gold.wiki_activity_hourly ORDER BY wiki, hour", FormatCSV, &got); err != nil {
+	if err := Query(ctx, lake, "SELECT * FROM gold.wiki_activity_hourly ORDER BY wiki, hour", FormatCSV, &got, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gotLines := strings.Split(strings.TrimSpace(got.String()), "\n")[1:]
@@ -156,7 +156,7 @@ func TestRefreshEmptyLake(t *testing.T) {
 			t.Errorf("%s rows: got %d, want 0", id, got)
 		}
 		var out bytes.Buffer
-		if err := Query(ctx, lake, "SELECT * FROM "+id, FormatCSV, &out); err != nil {
+		if err := Query(ctx, lake, "SELECT * FROM "+id, FormatCSV, &out, QueryOptions{}); err != nil {
 			t.Fatalf("query %s: %v", id, err)
 		}
 		sc, _ := GoldSchema(id)

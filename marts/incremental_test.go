@@ -161,7 +161,7 @@ func appendExternally(t *testing.T, lake *table.Lake, ident string, r row) {
 func dumpTable(t *testing.T, lake *table.Lake, ident string) string {
 	t.Helper()
 	var b strings.Builder
-	if err := Query(context.Background(), lake, "SELECT * FROM "+ident+" ORDER BY ALL", FormatCSV, &b); err != nil {
+	if err := Query(context.Background(), lake, "SELECT * FROM "+ident+" ORDER BY ALL", FormatCSV, &b, QueryOptions{}); err != nil {
 		t.Fatalf("dump %s: %v", ident, err)
 	}
 	return b.String()

@@ -13,6 +13,7 @@ import (
 // lakeAPI is the part of *table.Lake this package uses.
 type lakeAPI interface {
 	DataFiles(ctx context.Context, ident string) (table.Files, error)
+	DataFilesAt(ctx context.Context, ident string, at int64) (table.Files, error)
 	DataFilesWithBounds(ctx context.Context, ident, column string) (table.Files, error)
 	DataFilesWithRange(ctx context.Context, ident, column string) (table.Files, error)
 	Overwrite(ctx context.Context, ident string, schema *arrow.Schema, recs []arrow.RecordBatch, props map[string]string) error

@@ -36,6 +36,9 @@ func (o offThread) LocalFile(ctx context.Context, path string) (string, error) {
 func (o offThread) DataFiles(ctx context.Context, ident string) (table.Files, error) {
 	return off(func() (table.Files, error) { return o.l.DataFiles(ctx, ident) })
 }
+func (o offThread) DataFilesAt(ctx context.Context, ident string, at int64) (table.Files, error) {
+	return off(func() (table.Files, error) { return o.l.DataFilesAt(ctx, ident, at) })
+}
 func (o offThread) DataFilesWithBounds(ctx context.Context, ident, column string) (table.Files, error) {
 	return off(func() (table.Files, error) { return o.l.DataFilesWithBounds(ctx, ident, column) })
 }

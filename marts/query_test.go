@@ -33,7 +33,7 @@ func TestQueryErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := Query(context.Background(), lake, tc.sql, tc.format, &out)
+			err := Query(context.Background(), lake, tc.sql, tc.format, &out, QueryOptions{})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
@@ -76,7 +76,7 @@ enwiki,15,231.8,2026-02-26 14:00:00Z,true,
 	for _, tc := range cases {
 		t.Run(tc.format, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := Query(context.Background(), lake, sql, tc.format, &out); err != nil {
+			if err := Query(context.Background(), lake, sql, tc.format, &out, QueryOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := out.String(); got != tc.want {
@@ -97,7 +97,7 @@ func TestQueryEveryTable(t *testing.T) {
 	sql := `SELECT (SELECT count(*) FROM bronze.recentchange) AS bronze, (SELECT count(*) FROM silver.edits) AS silver,
 		(SELECT count(*) FROM silver.editor_sessions) AS sessions, (SELECT count(*) FROM ops.stream_progress) AS progress,
 		(SELECT count(query_id) FROM ops.stream_progress) AS named_column`
-	if err := Query(context.Background(), lake, sql, FormatCSV, &out); err != nil {
+	if err := Query(context.Background(), lake, sql, FormatCSV, &out, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := out.String(), "bronze,silver,sessions,progress,named_column\n20,20,7,0,0\n"; got != want {
@@ -144,7 +144,7 @@ func TestQueryCountsSplitFilesOnce(t *testing.T) {
 		t.Fatalf("inconclusive: %d tasks for %d files; want the files split", len(tasks), len(files))
 	}
 	var out bytes.Buffer
-	if err := Query(ctx, lake, "SELECT count(*) AS n, count(DISTINCT (broker_partition, broker_offset)) AS offsets FROM bronze.recentchange", FormatCSV, &out); err != nil {
+	if err := Query(ctx, lake, "SELECT count(*) AS n, count(DISTINCT (broker_partition, broker_offset)) AS offsets FROM bronze.recentchange", FormatCSV, &out, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := out.String(), "n,offsets\n1000,1000\n"; got != want {

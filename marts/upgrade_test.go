@@ -75,7 +75,7 @@ func TestQueryUpgradedBronze(t *testing.T) {
 	var out bytes.Buffer
 	sql := `SELECT broker_partition, count(*) AS n, count(DISTINCT broker_offset) AS d, min(broker_offset) AS lo, max(broker_offset) AS hi
 		FROM bronze.recentchange GROUP BY broker_partition`
-	if err := Query(ctx, lake, sql, FormatCSV, &out); err != nil {
+	if err := Query(ctx, lake, sql, FormatCSV, &out, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := out.String(), "broker_partition,n,d,lo,hi\n0,20,20,0,19\n"; got != want {

@@ -155,6 +155,8 @@ type Lake struct {
 	appends   map[string]appendHistory // ident -> main's appends of its current metadata file
 
 	recent *recentAppends // rows of this Lake's latest appends, for TakeAppended
+
+	leases leases // snapshots readers of other processes hold (lease.go)
 }
 
 // lockTable serialises the commits this Lake makes to ident (a stream's

@@ -18,8 +18,10 @@ import (
 
 // ExpireSnapshots removes old snapshots of ident and the files only they
 // referenced. It keeps at least the keepLast newest snapshots of main, every
-// snapshot younger than olderThan, and, when protect != 0, snapshot protect
-// and every snapshot after it (a downstream reader has not consumed them).
+// snapshot younger than olderThan, every leased snapshot and every one
+// after it (a reader is reading it: Lease), and, when protect != 0,
+// snapshot protect and every snapshot after it (a downstream reader has
+// not consumed them).
 // It returns the number of snapshots removed, or ErrSnapshotNotFound if
 // protect is not in main's history (expiring would be unsafe).
 func (l *Lake) ExpireSnapshots(ctx context.Context, ident string, keepLast int, olderThan time.Duration,
@@ -34,7 +36,7 @@ func (l *Lake) ExpireSnapshots(ctx context.Context, ident string, keepLast int, 
 			return 0, err
 		}
 		ancestry := mainAncestry(tbl)
-		keep := max(keepLast, 1)
+		keep := max(keepLast, 1, l.leasedFrom(ident, ancestry))
 		if protect != 0 {
 			idx := -1
 			for i, s := range ancestry {

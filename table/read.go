@@ -306,7 +306,7 @@ type TimeBounds struct {
 // read_parquet with a schema map, see package marts). This package never
 // writes delete files, so the list is the whole table.
 func (l *Lake) DataFiles(ctx context.Context, ident string) (Files, error) {
-	return l.dataFiles(ctx, ident, "", false)
+	return l.dataFiles(ctx, ident, "", false, 0)
 }
 
 // DataFilesWithBounds is DataFiles with Files.Bounds filled for the
@@ -316,7 +316,7 @@ func (l *Lake) DataFilesWithBounds(ctx context.Context, ident, column string) (F
 	if column == "" {
 		return Files{}, fmt.Errorf("data files of %s: no bounds column named", ident)
 	}
-	return l.dataFiles(ctx, ident, column, false)
+	return l.dataFiles(ctx, ident, column, false, 0)
 }
 
 // DataFilesWithRange is DataFiles with Files.Ranges filled for the int32
@@ -326,12 +326,23 @@ func (l *Lake) DataFilesWithRange(ctx context.Context, ident, column string) (Fi
 	if column == "" {
 		return Files{}, fmt.Errorf("data files of %s: no range column named", ident)
 	}
-	return l.dataFiles(ctx, ident, column, true)
+	return l.dataFiles(ctx, ident, column, true, 0)
 }
 
-// dataFiles plans ident's live files, with the bounds of column: a
-// timestamp's (Bounds), or with wantInt an integer's (Ranges).
-func (l *Lake) dataFiles(ctx context.Context, ident, column string, wantInt bool) (Files, error) {
+// DataFilesAt is DataFiles at snapshot at of ident (a leased one: see
+// Lease) instead of the current one; ErrSnapshotNotFound if the table no
+// longer holds it. Files.Overwritten is not set.
+func (l *Lake) DataFilesAt(ctx context.Context, ident string, at int64) (Files, error) {
+	if at == 0 {
+		return l.DataFiles(ctx, ident)
+	}
+	return l.dataFiles(ctx, ident, "", false, at)
+}
+
+// dataFiles plans ident's live files at snapshot at (0: the current one),
+// with the bounds of column: a timestamp's (Bounds), or with wantInt an
+// integer's (Ranges).
+func (l *Lake) dataFiles(ctx context.Context, ident, column string, wantInt bool, at int64) (Files, error) {
 	tbl, err := l.load(ctx, ident)
 	if err != nil {
 		return Files{}, err
@@ -356,12 +367,19 @@ func (l *Lake) dataFiles(ctx context.Context, ident, column string, wantInt bool
 	}
 	out := Files{Schema: tbl.Schema(), Paths: []string{}, TableUUID: tbl.Metadata().TableUUID().String(), Properties: tbl.Properties()}
 	snap := tbl.CurrentSnapshot()
+	scan := tbl.Scan()
+	if at != 0 {
+		if snap = tbl.SnapshotByID(at); snap == nil {
+			return Files{}, fmt.Errorf("data files of %s at snapshot %d: %w", ident, at, ErrSnapshotNotFound)
+		}
+		scan = tbl.Scan(icetable.WithSnapshotID(at))
+	}
 	if snap == nil {
 		out.Overwritten = tbl.Properties()[propOverwritten] == filesDigest(nil)
 		return out, nil
 	}
 	out.SnapshotID = snap.SnapshotID
-	tasks, err := planFiles(ctx, ident, tbl.Scan().PlanFiles)
+	tasks, err := planFiles(ctx, ident, scan.PlanFiles)
 	if err != nil {
 		return Files{}, err
 	}
@@ -384,7 +402,7 @@ func (l *Lake) dataFiles(ctx context.Context, ident, column string, wantInt bool
 			out.Bounds = append(out.Bounds, timeBounds(t.File, fieldID))
 		}
 	}
-	out.Overwritten = tbl.Properties()[propOverwritten] == filesDigest(live)
+	out.Overwritten = at == 0 && tbl.Properties()[propOverwritten] == filesDigest(live)
 	return out, nil
 }
 

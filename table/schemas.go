@@ -66,53 +66,53 @@ var (
 		req(1, "event_id", str, "meta.id (dedup key)"),
 		req(2, "event_time", tsType, "timestamp: when the edit happened"),
 		req(3, "intake_time", tsType, "meta.dt: when Wikimedia took the event in"),
-		req(4, "wiki", str, ""),
+		req(4, "wiki", str, "wiki database name (enwiki, commonswiki)"),
 		req(5, "type", str, "edit or new"),
-		req(6, "namespace", i32, ""),
-		req(7, "title", str, ""),
-		req(8, "user", str, ""),
-		req(9, "bot", boolT, ""),
-		opt(10, "minor", boolT, ""),
+		req(6, "namespace", i32, "page namespace (0: articles)"),
+		req(7, "title", str, "page title"),
+		req(8, "user", str, "editor's user name (or IP address)"),
+		req(9, "bot", boolT, "the edit is flagged as a bot's"),
+		opt(10, "minor", boolT, "the edit is marked minor"),
 		opt(11, "length_old", i64, "absent for new pages"),
-		req(12, "length_new", i64, ""),
+		req(12, "length_new", i64, "page length after the edit, bytes"),
 		req(13, "byte_delta", i64, "length_new - length_old (0 when old is absent: length_new)"),
 		opt(14, "rev_old", i64, "absent for new pages"),
-		req(15, "rev_new", i64, ""),
-		opt(16, "comment", str, ""),
-		req(17, "server_name", str, ""),
+		req(15, "rev_new", i64, "revision id after the edit"),
+		opt(16, "comment", str, "edit summary"),
+		req(17, "server_name", str, "the wiki's host (en.wikipedia.org)"),
 		req(18, "src_partition", i32, "bronze partition (lineage)"),
 		req(19, "src_offset", i64, "bronze offset (lineage)"),
 		req(20, "processed_time", tsType, "time the silver batch ran"),
 	)
 	editorSessionsIce = iceberg.NewSchema(0,
-		req(1, "session_id", str, ""),
-		req(2, "wiki", str, ""),
-		req(3, "user", str, ""),
-		req(4, "bot", boolT, ""),
-		req(5, "session_start", tsType, ""),
-		req(6, "session_end", tsType, ""),
-		req(7, "edits", i64, ""),
+		req(1, "session_id", str, "the session's id: wiki, user and start"),
+		req(2, "wiki", str, "wiki database name"),
+		req(3, "user", str, "editor's user name (or IP address)"),
+		req(4, "bot", boolT, "the editor's edits are flagged as a bot's"),
+		req(5, "session_start", tsType, "event time of the session's first edit"),
+		req(6, "session_end", tsType, "event time of its last edit"),
+		req(7, "edits", i64, "edits in the session"),
 		req(8, "pages", i64, "distinct titles"),
-		req(9, "bytes_added", i64, ""),
-		req(10, "bytes_removed", i64, ""),
-		req(11, "processed_time", tsType, ""),
+		req(9, "bytes_added", i64, "sum of the positive byte deltas"),
+		req(10, "bytes_removed", i64, "sum of the negative byte deltas, as a positive number"),
+		req(11, "processed_time", tsType, "time the sessions batch wrote it"),
 	)
 	streamProgressIce = iceberg.NewSchema(0,
 		req(1, "query", str, "query name (bronze, silver, sessions)"),
 		req(2, "query_id", str, "query run identity"),
-		req(3, "batch_id", i64, ""),
-		req(4, "started", tsType, ""),
-		req(5, "duration_ms", i64, ""),
-		req(6, "commit_ms", i64, ""),
-		req(7, "rows_in", i64, ""),
-		req(8, "rows_out", i64, ""),
-		req(9, "rows_dropped_by_watermark", i64, ""),
-		req(10, "duplicates_dropped", i64, ""),
-		req(11, "unparseable", i64, ""),
-		req(12, "end_offsets", str, ""),
-		req(13, "lag", i64, ""),
-		opt(14, "watermark", tsType, ""),
-		req(15, "query_id_changes", i64, ""),
+		req(3, "batch_id", i64, "the query's batch id"),
+		req(4, "started", tsType, "when the batch started"),
+		req(5, "duration_ms", i64, "the batch's duration"),
+		req(6, "commit_ms", i64, "of which committing to its table"),
+		req(7, "rows_in", i64, "rows read from the source"),
+		req(8, "rows_out", i64, "rows written"),
+		req(9, "rows_dropped_by_watermark", i64, "rows dropped as late"),
+		req(10, "duplicates_dropped", i64, "rows dropped as copies of an event id seen before"),
+		req(11, "unparseable", i64, "rows that could not be parsed"),
+		req(12, "end_offsets", str, "where the batch ended in its source (JSON)"),
+		req(13, "lag", i64, "records waiting in the source after the batch"),
+		opt(14, "watermark", tsType, "the event-time watermark the batch used (silver, sessions)"),
+		req(15, "query_id_changes", i64, "times the query id changed (a checkpoint lost)"),
 	)
 )
 
@@ -142,6 +142,29 @@ var defs = map[string]tableDef{
 	EditorSessions: {editorSessionsIce, EditorSessionsSchema, "session_start", "per-editor activity sessions"},
 	StreamProgress: {streamProgressIce, StreamProgressSchema, "", "one row per micro-batch of every query"},
 	BronzeDLQ:      {bronzeDLQIce, BronzeDLQSchema, "broker_ts", "events the ingest contract refused, one row per dead-letter offset, with the reason"},
+}
+
+// Column describes one column of a table for a reader: its name, its
+// Iceberg type, whether it may be null, and what it holds.
+type Column struct {
+	Name     string
+	Type     string
+	Nullable bool
+	Doc      string
+}
+
+// Describe returns what a project table holds and its columns, from the
+// schema the table is created with (docs/tables.md is generated from it).
+func Describe(ident string) (string, []Column, error) {
+	d, ok := defs[ident]
+	if !ok {
+		return "", nil, fmt.Errorf("describe %q: %w", ident, ErrUnknownTable)
+	}
+	var cols []Column
+	for _, f := range d.schema.Fields() {
+		cols = append(cols, Column{Name: f.Name, Type: f.Type.String(), Nullable: !f.Required, Doc: f.Doc})
+	}
+	return d.comment, cols, nil
 }
 
 // Schema returns the Arrow schema of a project table.
