@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -393,6 +394,33 @@ func TestDemoOnS3(t *testing.T) {
 	}
 	goldEqualsLocal(t, dir, table.Config{Dir: dir, Warehouse: wh, ReadOnly: true,
 		S3: table.S3Config{Endpoint: srv.URL, Region: "us-east-1", AccessKeyID: "test", SecretAccessKey: "test"}})
+
+	// Beside the appliance running on the same data directory, query and
+	// verify read through it, from S3, and answer as before.
+	count := "SELECT count(*) AS n, count(DISTINCT (broker_partition, broker_offset)) AS o FROM bronze.recentchange"
+	var stopped strings.Builder
+	if code := run([]string{"query", "--data", dir, "--warehouse", wh, "--format", "csv", count}, &stopped, &stopped); code != 0 {
+		t.Fatalf("query on S3: %s", stopped.String())
+	}
+	child := selfCommand("run", "--data", dir, "--warehouse", wh, "--no-ingest", "--http", "off", "--refresh", "0")
+	var clog strings.Builder
+	child.Stdout, child.Stderr = &clog, &clog
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Signal(syscall.SIGTERM); _ = child.Wait() }()
+	waitFor(t, time.Minute, "the appliance's local endpoint", func() bool {
+		_, err := os.Stat(filepath.Join(dir, applianceFile))
+		return err == nil
+	})
+	var live strings.Builder
+	if code := run([]string{"query", "--data", dir, "--warehouse", wh, "--format", "csv", count}, &live, &live); code != 0 || live.String() != stopped.String() {
+		t.Fatalf("query on S3 beside the appliance: exit %d, %q; stopped %q\n%s", code, live.String(), stopped.String(), clog.String())
+	}
+	vout.Reset()
+	if code := run([]string{"verify", "--data", dir, "--warehouse", wh}, &vout, &vout); code != 0 || !strings.Contains(vout.String(), "skip bolt-files") {
+		t.Fatalf("verify on S3 beside the appliance: exit %d\n%s", code, vout.String())
+	}
 }
 
 // goldEqualsLocal copies the silver tables of the stopped lake cfg opens
