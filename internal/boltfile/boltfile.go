@@ -234,7 +234,7 @@ func Check(path string, timeout time.Duration) (Summary, error) {
 		}
 		return nil
 	})
-	return s, err
+	return s, locked(path, err)
 }
 
 // Open is bolt.Open after precheck, with a fault or panic inside bbolt
@@ -258,14 +258,23 @@ func Open(path string, mode os.FileMode, opts *bolt.Options) (db *bolt.DB, err e
 	// A read-only open never loads the freelist.
 	rebuilds := func(m meta) bool { return !readOnly && m.freelist == noFreelist }
 	if err := precheck(path, timeout, rebuilds); err != nil {
-		return nil, err
+		return nil, locked(path, err)
 	}
 	err = Guard(func() error {
 		var oerr error
 		db, oerr = bolt.Open(path, mode, opts)
 		return oerr
 	})
-	return db, err
+	if err != nil {
+		return nil, locked(path, err)
+	}
+	if !readOnly {
+		if err := writeOwner(path); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("record the owner of %s: %w", path, err)
+		}
+	}
+	return db, nil
 }
 
 // lockShared takes a shared flock on f, waiting at most timeout (0: for
