@@ -1,6 +1,9 @@
 package humanize
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestCount(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,6 +20,15 @@ func TestBytes(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 20 << 20: "20.0 MiB", 3 << 30: "3.0 GiB"} {
 		if got := Bytes(n); got != want {
 			t.Errorf("Bytes(%d): got %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for in, want := range map[float64]string{0: "0.00 s", 0.52: "0.52 s", 9.994: "9.99 s", 42.4: "42 s", 60: "1 min", 185: "3 min 5 s",
+		3599.6: "1 h", 10980: "3 h 3 min", 86400: "1 d", 187200: "2 d 4 h", -2: "-2.00 s", math.NaN(): "—"} {
+		if got := Seconds(in); got != want {
+			t.Errorf("Seconds(%v) = %q, want %q", in, got, want)
 		}
 	}
 }
