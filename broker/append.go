@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -13,6 +14,8 @@ import (
 var (
 	hookInCommit = fault.Register("broker.in-commit",
 		"records of a group written into the bbolt transaction, before it commits")
+	hookInSeal = fault.Register("broker.in-seal",
+		"open records of a partition sealed into compressed batches in the group's transaction, before it commits")
 	hookAfterCommit = fault.Register("broker.after-commit",
 		"bbolt transaction committed and fsync'd, before Append returns to its callers")
 )
@@ -111,21 +114,27 @@ func (d *DB) commitLoop() {
 				break gather
 			}
 		}
-		err := d.commitGroup(group)
+		stored, err := d.commitGroup(group)
 		for _, r := range group {
 			r.done <- err
 		}
 		if err == nil {
-			d.appended.Add(int64(size))
+			// What the appends took: the records' encoded size as they are
+			// stored one by one, or the growth of the stored batches.
+			took := int64(size)
+			if d.opts.Compress {
+				took = max(stored, 0)
+			}
+			d.appended.Add(took)
 			d.notify()
-			d.noteMapped(int64(size))
+			d.noteMapped(took)
 		}
 	}
 }
 
-func (d *DB) commitGroup(group []*appendReq) error {
+func (d *DB) commitGroup(group []*appendReq) (stored int64, err error) {
 	if err := d.checkAppend(); err != nil {
-		return err
+		return 0, err
 	}
 	// bbolt keeps references to Put's value until the transaction commits,
 	// so each encoded record gets its own bytes, carved from large slabs
@@ -133,13 +142,17 @@ func (d *DB) commitGroup(group []*appendReq) error {
 	var slab []byte
 	used := 0
 	defer d.keepSlabs()
-	err := d.update(func(tx *bolt.Tx) error {
+	err = d.update(func(tx *bolt.Tx) error {
+		if err := d.markFormat(tx); err != nil {
+			return err
+		}
 		type tp struct {
 			topic string
 			p     int
 		}
 		states := map[tp]*partState{} // written back once at the end
 		buckets := map[tp]*bolt.Bucket{}
+		var order []tp // partitions in first-append order, so that commits are deterministic
 		topicBuckets := map[string]*bolt.Bucket{}
 		for _, req := range group {
 			req.pos = make([]Position, len(req.b.Records))
@@ -163,24 +176,31 @@ func (d *DB) commitGroup(group []*appendReq) error {
 					}
 					st = &s
 					states[key] = st
+					order = append(order, key)
 				}
-				rb := buckets[key]
-				if rb == nil {
-					rb = tb.Bucket(partKey('r', p))
-					rb.FillPercent = 1.0 // append-only keys: pack pages full
-					buckets[key] = rb
+				yb := buckets[key]
+				if yb == nil {
+					var err error
+					if yb, err = tb.CreateBucketIfNotExists(partKey('r', p)); err != nil {
+						return fmt.Errorf("append to %s/%d: %w", r.Topic, p, err)
+					}
+					yb.FillPercent = 1.0 // append-only keys: pack pages full
+					buckets[key] = yb
 				}
 				if need := encodedSize(r); cap(slab)-len(slab) < need {
 					slab = d.nextSlab(&used, need)
 				}
-				start := len(slab)
+				at := len(slab)
 				slab = encodeRecord(slab, r)
-				if err := rb.Put(offsetKey(st.end), slab[start:len(slab):len(slab)]); err != nil {
+				enc := slab[at:len(slab):len(slab)]
+				if err := yb.Put(offsetKey(st.end), enc); err != nil {
 					return fmt.Errorf("append to %s/%d: %w", r.Topic, p, err)
 				}
 				req.pos[i] = Position{Partition: p, Offset: st.end}
 				st.end++
 				st.bytes += int64(len(r.Key) + len(r.Value))
+				st.open += int64(len(enc))
+				st.stored += int64(len(enc))
 			}
 			mb := tx.Bucket(bucketMeta)
 			for _, m := range req.b.Meta {
@@ -189,8 +209,15 @@ func (d *DB) commitGroup(group []*appendReq) error {
 				}
 			}
 		}
-		for key, st := range states {
-			if err := topicBuckets[key.topic].Put(partKey('s', key.p), st.encode()); err != nil {
+		for _, key := range order {
+			tb := topicBuckets[key.topic]
+			st := states[key]
+			before := st.stored
+			if err := d.seal(tb, buckets[key], key.p, st); err != nil {
+				return fmt.Errorf("append to %s/%d: %w", key.topic, key.p, err)
+			}
+			stored += st.stored - before
+			if err := tb.Put(partKey('s', key.p), st.encode()); err != nil {
 				return err
 			}
 		}
@@ -198,9 +225,78 @@ func (d *DB) commitGroup(group []*appendReq) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("group commit: %w", err)
+		return 0, fmt.Errorf("group commit: %w", err)
 	}
+	d.wrote()
 	fault.Hit(hookAfterCommit)
+	return stored, nil
+}
+
+// seal compresses partition p's open records (st.openFrom on, in bucket
+// rb) into sealed batches of about d.opts.CompressBatchBytes each (see batch.go) once
+// they hold that much, and deletes them from rb, in the commit's
+// transaction (a crash leaves them open or sealed, never both). It updates
+// st. A commit of a few records thus writes them as they are (the last
+// leaf of rb, as a commit of the first format did), and a batch is
+// compressed and written once, whole. Records of the first format (below
+// openFrom) are left as they are, read as they are, until retention trims
+// them.
+func (d *DB) seal(tb, rb *bolt.Bucket, p int, st *partState) error {
+	if !d.opts.Compress || st.open < int64(d.opts.CompressBatchBytes) {
+		return nil
+	}
+	yb := rb
+	zb, err := tb.CreateBucketIfNotExists(partKey('z', p)) // absent in a partition of format 1
+	if err != nil {
+		return err
+	}
+	zb.FillPercent = 1.0 // append-only keys: pack pages full
+	var keys [][]byte
+	var recs []batchRec
+	var raw []byte
+	c := yb.Cursor()
+	for k, v := c.Seek(offsetKey(max(st.openFrom, st.start))); k != nil; k, v = c.Next() {
+		ts, n := binary.Varint(v)
+		kv, err := recordSize(v)
+		if n <= 0 || err != nil {
+			return fmt.Errorf("seal open record %d: %w", batchKeyOffset(k), errCorruptRecord)
+		}
+		keys = append(keys, k)
+		recs = append(recs, batchRec{ts: ts, kv: kv, enc: len(v)})
+		raw = append(raw, v...)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	first := batchKeyOffset(keys[0])
+	for i, k := range keys {
+		if batchKeyOffset(k) != first+int64(i) {
+			return fmt.Errorf("seal open records from %d: offset %d missing: %w", first, first+int64(i), errCorruptRecord)
+		}
+	}
+	for len(recs) > 0 {
+		n, size := 0, 0
+		for n < len(recs) && size < d.opts.CompressBatchBytes {
+			size += recs[n].enc
+			n++
+		}
+		v := encodeBatch(d.batchEnc, recs[:n], raw[:size])
+		if err := zb.Put(offsetKey(first), v); err != nil {
+			return err
+		}
+		st.stored += int64(len(v))
+		first += int64(n)
+		recs, raw = recs[n:], raw[size:]
+	}
+	for _, k := range keys {
+		if err := yb.Delete(k); err != nil {
+			return err
+		}
+	}
+	st.stored -= st.open
+	st.open = 0
+	st.openFrom = st.end
+	fault.Hit(hookInSeal)
 	return nil
 }
 

@@ -43,7 +43,12 @@ func encodedSize(r *Record) int {
 func decodeRecord(b []byte, m *Message) error {
 	buf := make([]byte, len(b))
 	copy(buf, b)
-	b = buf
+	return decodeOwned(buf, m)
+}
+
+// decodeOwned decodes a record whose bytes the caller owns: m refers to
+// them.
+func decodeOwned(b []byte, m *Message) error {
 	ts, n := binary.Varint(b)
 	if n <= 0 {
 		return errCorruptRecord
@@ -129,26 +134,45 @@ func offsetKey(off int64) []byte {
 	return k[:]
 }
 
-// partState is a partition's bookkeeping, stored beside its records.
+// partState is a partition's bookkeeping, stored beside its records:
+// offsets start..end-1 are readable, holding bytes of key+value and taking
+// stored bytes of values in the file (compressed batches, partly trimmed
+// ones whole, and records of the first format).
+// The records from openFrom on are open (one value each in bucket 'r', not
+// yet sealed in a batch) and take open bytes; those of bucket 'r' below
+// the first batch were written by the first format.
 type partState struct {
-	start, end, bytes int64
+	start, end, bytes, stored, open, openFrom int64
 }
 
 func (s partState) encode() []byte {
-	b := make([]byte, 24)
+	b := make([]byte, 48)
 	binary.BigEndian.PutUint64(b[0:], uint64(s.start))
 	binary.BigEndian.PutUint64(b[8:], uint64(s.end))
 	binary.BigEndian.PutUint64(b[16:], uint64(s.bytes))
+	binary.BigEndian.PutUint64(b[24:], uint64(s.stored))
+	binary.BigEndian.PutUint64(b[32:], uint64(s.open))
+	binary.BigEndian.PutUint64(b[40:], uint64(s.openFrom))
 	return b
 }
 
+// decodeState reads a state of either format. The first format's (24
+// bytes) did not count stored bytes: its records were stored as they came,
+// so their key+value bytes stand for them.
 func decodeState(b []byte) (partState, error) {
-	if len(b) != 24 {
+	if len(b) != 24 && len(b) != 48 {
 		return partState{}, errCorruptRecord
 	}
-	return partState{
+	s := partState{
 		start: int64(binary.BigEndian.Uint64(b[0:])),
 		end:   int64(binary.BigEndian.Uint64(b[8:])),
 		bytes: int64(binary.BigEndian.Uint64(b[16:])),
-	}, nil
+	}
+	s.stored, s.openFrom = s.bytes, s.end
+	if len(b) == 48 {
+		s.stored = int64(binary.BigEndian.Uint64(b[24:]))
+		s.open = int64(binary.BigEndian.Uint64(b[32:]))
+		s.openFrom = int64(binary.BigEndian.Uint64(b[40:]))
+	}
+	return s, nil
 }

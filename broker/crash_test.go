@@ -36,7 +36,7 @@ const crashTopic = "t"
 
 func crashChild(dir string) {
 	ctx := context.Background()
-	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{Compress: os.Getenv("BROKER_CRASH_COMPRESS") != "", CompressBatchBytes: 8 << 10})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(2)

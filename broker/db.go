@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
@@ -26,8 +27,16 @@ const (
 	DefaultOpenTimeout    = boltfile.LockTimeout
 )
 
-// formatValue identifies a broker database; Open refuses bbolt files without it.
-const formatValue = "lakehouse-broker/1"
+// formatValue identifies a broker database; Open refuses bbolt files
+// without it. Format 2 stores records in compressed batches (batch.go);
+// format 1 stored each record as it came. This version reads both: the
+// first transaction that writes to a format-1 file marks it format 2 (its
+// old records stay as they are, readable, until retention trims them), so
+// that an older binary refuses it by name instead of misreading it.
+const (
+	formatValue = "lakehouse-broker/2"
+	formatV1    = "lakehouse-broker/1"
+)
 
 var (
 	bucketInfo   = []byte("info")
@@ -45,14 +54,25 @@ type Options struct {
 	// OpenTimeout bounds the wait for the file lock held by another process.
 	OpenTimeout time.Duration
 	// ReleaseMappedBytes: after this many bytes of records were read,
-	// appended or walked by retention, the broker releases the pages of its memory map that reads
-	// and commits made resident (see ReleaseMapped).
+	// appended or walked by retention, or once the process's resident
+	// file-backed pages grew by this much, the broker releases the pages
+	// of its memory map that reads and commits made resident (see
+	// ReleaseMapped and noteMapped).
 	// DefaultReleaseMappedBytes when 0; negative: never.
 	ReleaseMappedBytes int64
 	// ReadOnly opens an existing file without ever writing to it (a
 	// shared lock; no bucket is created and Append fails), for commands
 	// that only read.
 	ReadOnly bool
+	// Compress seals each partition's records into zstd-compressed batches
+	// of about 64 KiB as they accumulate (see seal); off, records are
+	// stored one by one as they came. Either way every format is read, and
+	// turning it on or off is safe between opens.
+	Compress bool
+	// CompressBatchBytes: a partition's open records are sealed into
+	// batches once they hold this many encoded bytes
+	// (DefaultCompressBatchBytes when 0).
+	CompressBatchBytes int
 	// DiskReserve refuses appends (ReserveError, transient) while the file
 	// system holding the file has less free space than this, so the space
 	// left lets the queries drain what is stored; 0: no reserve. Trims and
@@ -79,9 +99,12 @@ type DB struct {
 	stopped  chan struct{}
 
 	mappedSinceRelease atomic.Int64 // record bytes read, appended or trimmed since the last ReleaseMapped
+	residentAtRelease  atomic.Int64 // fileResident after the last ReleaseMapped (or Open)
 	slabs              [][]byte     // encode buffers reused between group commits (committer goroutine only)
 
-	appended         atomic.Int64     // encoded record bytes committed since Open
+	formatV1         atomic.Bool      // the file is marked format 1: the next writing transaction marks it 2
+	batchEnc         *zstd.Encoder    // committer goroutine only
+	appended         atomic.Int64     // stored (compressed) record bytes committed since Open
 	retainMu         sync.Mutex       // serialises Retain calls and guards retainSeen
 	retainSeen       map[string]int64 // appended as each topic's last Retain saw it
 	retainFreeBudget int64            // DefaultRetainFreePages unless a test sets it
@@ -102,6 +125,9 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	if opts.MaxGroupBytes <= 0 {
 		opts.MaxGroupBytes = DefaultMaxGroupBytes
+	}
+	if opts.CompressBatchBytes <= 0 {
+		opts.CompressBatchBytes = DefaultCompressBatchBytes
 	}
 	if opts.OpenTimeout <= 0 {
 		opts.OpenTimeout = DefaultOpenTimeout
@@ -139,7 +165,7 @@ func Open(path string, opts Options) (*DB, error) {
 	})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("open broker %s: locked by another process: %w", path, err)
+			return nil, fmt.Errorf("open broker %s: %w", path, err)
 		}
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("open broker %s: %w", path, err)
@@ -163,11 +189,13 @@ func Open(path string, opts Options) (*DB, error) {
 		stopped:          make(chan struct{}),
 		retainSeen:       map[string]int64{},
 		retainFreeBudget: DefaultRetainFreePages,
+		batchEnc:         newBatchEncoder(),
 	}
 	if err := d.init(existed); err != nil {
-		bdb.Close()
+		_ = boltfile.Close(bdb)
 		return nil, err
 	}
+	d.residentAtRelease.Store(fileResident())
 	// The label tags CPU profiles (bench's per-stage split, go tool pprof
 	// -tags): the commits are the broker's work, whichever caller waits.
 	go pprof.Do(context.Background(), pprof.Labels("component", "broker"), func(context.Context) { d.commitLoop() })
@@ -215,7 +243,7 @@ func CheckFile(path string) (boltfile.Summary, error) {
 	case errors.Is(err, boltfile.ErrDamaged):
 		return s, fmt.Errorf("check broker %s: %w: %w: %s", path, ErrNotBroker, err, wayOut)
 	case errors.Is(err, bolterrors.ErrTimeout):
-		return s, fmt.Errorf("check broker %s: locked by another process: %w", path, err)
+		return s, fmt.Errorf("check broker %s: %w", path, err)
 	case err != nil:
 		return s, fmt.Errorf("check broker %s: %w", path, err)
 	}
@@ -251,8 +279,8 @@ func (d *DB) readFormat(tx *bolt.Tx) error {
 	if info == nil {
 		return fmt.Errorf("open broker %s: %w: bbolt file without broker format marker", d.path, ErrNotBroker)
 	}
-	if got := string(info.Get(keyFormat)); got != formatValue {
-		return fmt.Errorf("open broker %s: %w: format %q, want %q", d.path, ErrNotBroker, got, formatValue)
+	if err := d.checkFormat(info); err != nil {
+		return err
 	}
 	if tx.Bucket(bucketMeta) == nil {
 		return fmt.Errorf("open broker %s: %w: no meta bucket", d.path, ErrNotBroker)
@@ -276,8 +304,8 @@ func (d *DB) initTx(tx *bolt.Tx, existed bool) error {
 			return err
 		}
 	}
-	if got := string(info.Get(keyFormat)); got != formatValue {
-		return fmt.Errorf("open broker %s: %w: format %q, want %q", d.path, ErrNotBroker, got, formatValue)
+	if err := d.checkFormat(info); err != nil {
+		return err
 	}
 	for _, b := range [][]byte{bucketTopics, bucketMeta} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -286,6 +314,35 @@ func (d *DB) initTx(tx *bolt.Tx, existed bool) error {
 	}
 	return d.loadTopics(tx)
 }
+
+// checkFormat accepts a file of format 1 or 2 and notes which.
+func (d *DB) checkFormat(info *bolt.Bucket) error {
+	switch got := string(info.Get(keyFormat)); got {
+	case formatValue:
+		d.formatV1.Store(false)
+	case formatV1:
+		d.formatV1.Store(true)
+	default:
+		return fmt.Errorf("open broker %s: %w: format %q, want %q or %q", d.path, ErrNotBroker, got, formatValue, formatV1)
+	}
+	return nil
+}
+
+// markFormat marks a format-1 file format 2 in tx, a transaction that
+// writes what format 1 cannot read (batches, a state with stored bytes).
+// The mark is noted as done only once tx committed (see wrote).
+func (d *DB) markFormat(tx *bolt.Tx) error {
+	if !d.formatV1.Load() {
+		return nil
+	}
+	if err := tx.Bucket(bucketInfo).Put(keyFormat, []byte(formatValue)); err != nil {
+		return fmt.Errorf("mark %s format 2: %w", d.path, err)
+	}
+	return nil
+}
+
+// wrote notes that a transaction that called markFormat committed.
+func (d *DB) wrote() { d.formatV1.Store(false) }
 
 func (d *DB) loadTopics(tx *bolt.Tx) error {
 	tb := tx.Bucket(bucketTopics)
@@ -329,6 +386,9 @@ func (d *DB) CreateTopic(ctx context.Context, topic string, partitions int) erro
 		return nil
 	}
 	err := d.update(func(tx *bolt.Tx) error {
+		if err := d.markFormat(tx); err != nil {
+			return err
+		}
 		tb, err := tx.CreateBucket(topicBucketName(topic))
 		if err != nil {
 			return err
@@ -348,6 +408,7 @@ func (d *DB) CreateTopic(ctx context.Context, topic string, partitions int) erro
 	if err != nil {
 		return fmt.Errorf("create topic %q: %w", topic, err)
 	}
+	d.wrote()
 	d.topics[topic] = partitions
 	return nil
 }
@@ -399,7 +460,7 @@ func (d *DB) Offsets(ctx context.Context, topic string) ([]PartitionOffsets, err
 			if err != nil {
 				return fmt.Errorf("partition %d state: %w", p, err)
 			}
-			out[p] = PartitionOffsets{Partition: p, Start: st.start, End: st.end, Bytes: st.bytes}
+			out[p] = PartitionOffsets{Partition: p, Start: st.start, End: st.end, Bytes: st.bytes, Stored: st.stored}
 		}
 		return nil
 	})
@@ -426,14 +487,18 @@ func (d *DB) Read(ctx context.Context, topic string, partition int, from int64, 
 	var out []Message
 	var read int64
 	defer func() { d.noteMapped(read) }()
-	err := d.eachRecord("read", topic, partition, from, max, func(want int64) { out = make([]Message, 0, want) },
-		func(off int64, v []byte) error {
+	err := d.eachRecord("read", topic, partition, from, max, true, func(want int64) { out = make([]Message, 0, want) },
+		func(off int64, r storedRecord) error {
 			m := Message{Topic: topic, Partition: partition, Offset: off}
-			if err := decodeRecord(v, &m); err != nil {
+			decode := decodeRecord
+			if r.owned {
+				decode = decodeOwned
+			}
+			if err := decode(r.enc, &m); err != nil {
 				return err
 			}
 			out = append(out, m)
-			read += int64(len(v))
+			read += r.stored
 			return nil
 		})
 	if err != nil {
@@ -442,32 +507,43 @@ func (d *DB) Read(ctx context.Context, topic string, partition int, from int64, 
 	return out, nil
 }
 
-// Sizes implements Sizer. It decodes only each record's length prefixes
-// (timestamp, key, headers), not its value, so the values' pages are not
-// read.
+// Sizes implements Sizer. It reads only each record's length prefixes (a
+// record of the first format) or its batch's header, so the values' pages
+// are not read and no batch is decompressed.
 func (d *DB) Sizes(ctx context.Context, topic string, partition int, from int64, max int) ([]int64, error) {
 	var out []int64
-	err := d.eachRecord("sizes", topic, partition, from, max, func(want int64) { out = make([]int64, 0, want) },
-		func(_ int64, v []byte) error {
-			size, err := recordSize(v)
-			if err != nil {
-				return err
-			}
-			out = append(out, size)
+	err := d.eachRecord("sizes", topic, partition, from, max, false, func(want int64) { out = make([]int64, 0, want) },
+		func(_ int64, r storedRecord) error {
+			out = append(out, r.kv)
 			return nil
 		})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// storedRecord is one record as eachRecord finds it.
+type storedRecord struct {
+	enc    []byte // its encoding (encodeRecord); nil unless values were asked for
+	owned  bool   // enc is the caller's (a decompressed batch), not the transaction's
+	kv     int64  // len(Key)+len(Value)
+	stored int64  // file bytes read for it: a first-format record's, a batch's on its first record read
 }
 
 // eachRecord calls fn with each stored record of topic/partition from
 // offset from, at most max of them (0: up to the end), in one read
-// transaction; first it calls start with how many there will be. It
-// refuses an offset outside the partition's [start, end] and reports a gap
-// or a short range as a corrupt log. op names the operation in errors.
-func (d *DB) eachRecord(op, topic string, partition int, from int64, max int, start func(want int64), fn func(off int64, v []byte) error) error {
+// transaction; first it calls start with how many there will be. With
+// values, fn gets each record's encoding (batches are decompressed);
+// without, only its size. It refuses an offset outside the partition's
+// [start, end] and reports a gap, a short range or a damaged batch as a
+// corrupt log, naming the file. op names the operation in errors.
+//
+// A partition's records are, in offset order: those of the first format
+// (one bbolt value per record, bucket 'r', written before batches), the
+// sealed batches (bucket 'z'), the open records (bucket 'r' again, one
+// value per record, not yet sealed in a batch: see seal).
+func (d *DB) eachRecord(op, topic string, partition int, from int64, max int, values bool, start func(want int64), fn func(off int64, r storedRecord) error) error {
 	n, err := d.partitions(topic)
 	if err != nil {
 		return err
@@ -495,23 +571,114 @@ func (d *DB) eachRecord(op, topic string, partition int, from int64, max int, st
 			return nil
 		}
 		start(want)
-		c := tb.Bucket(partKey('r', partition)).Cursor()
-		next := from
-		for k, v := c.Seek(offsetKey(from)); k != nil && next-from < want; k, v = c.Next() {
-			off := int64(binary.BigEndian.Uint64(k))
-			if off != next {
-				return fmt.Errorf("%s %s/%d: offset %d missing (found %d): %w", op, topic, partition, next, off, errCorruptRecord)
+		next, end := from, from+want
+		plain := func(bucket []byte) error {
+			rb := tb.Bucket(bucket)
+			if rb == nil {
+				return nil
 			}
-			if err := fn(off, v); err != nil {
-				return fmt.Errorf("%s %s/%d@%d: %w", op, topic, partition, off, err)
+			c := rb.Cursor()
+			for k, v := c.Seek(offsetKey(next)); k != nil && next < end; k, v = c.Next() {
+				if int64(binary.BigEndian.Uint64(k)) != next {
+					break // the rest is elsewhere
+				}
+				r := storedRecord{enc: v, stored: int64(len(v))}
+				if !values {
+					if r.kv, err = recordSize(v); err != nil {
+						return fmt.Errorf("%s %s/%d@%d in %s: %w", op, topic, partition, next, d.path, err)
+					}
+					r.enc = nil
+				}
+				if err := fn(next, r); err != nil {
+					return fmt.Errorf("%s %s/%d@%d in %s: %w", op, topic, partition, next, d.path, err)
+				}
+				next++
 			}
-			next++
+			return nil
 		}
-		if got := next - from; got != want {
-			return fmt.Errorf("%s %s/%d: %d records missing before end %d: %w", op, topic, partition, want-got, st.end, errCorruptRecord)
+		if err := plain(partKey('r', partition)); err != nil {
+			return err
+		}
+		if next < end {
+			if next, err = d.eachBatched(tb.Bucket(partKey('z', partition)), op, topic, partition, next, end, values, fn); err != nil {
+				return err
+			}
+		}
+		if next < end {
+			if err := plain(partKey('r', partition)); err != nil {
+				return err
+			}
+		}
+		if next < end {
+			return fmt.Errorf("%s %s/%d in %s: offset %d missing (%d records before end %d): %w",
+				op, topic, partition, d.path, next, end-next, end, errCorruptRecord)
 		}
 		return nil
 	})
+}
+
+// seekBatch returns the batch of zb that holds off or, when none does, the
+// one before or after it (the caller checks the range); nil when zb holds
+// none.
+func seekBatch(c *bolt.Cursor, off int64) (k, v []byte) {
+	k, v = c.Seek(offsetKey(off))
+	switch {
+	case k == nil:
+		return c.Last()
+	case batchKeyOffset(k) > off:
+		if pk, pv := c.Prev(); pk != nil {
+			return pk, pv
+		}
+	}
+	return k, v
+}
+
+// eachBatched is eachRecord over the sealed batches of bucket zb, from
+// offset next until end or the first offset no batch holds (the open
+// records after them); it returns that offset.
+func (d *DB) eachBatched(zb *bolt.Bucket, op, topic string, partition int, next, end int64, values bool, fn func(off int64, r storedRecord) error) (int64, error) {
+	if zb == nil {
+		return next, nil
+	}
+	c := zb.Cursor()
+	for k, v := seekBatch(c, next); k != nil && next < end; k, v = c.Next() {
+		first := batchKeyOffset(k)
+		h, err := parseBatch(v)
+		if err != nil {
+			return next, fmt.Errorf("%s %s/%d: batch at offsets %d.. in %s: %w: %w", op, topic, partition, first, d.path, ErrNotBroker, err)
+		}
+		last := first + int64(len(h.recs)) - 1
+		if next < first || next > last {
+			return next, nil
+		}
+		var raw []byte
+		if values {
+			if raw, err = h.raw(); err != nil {
+				return next, fmt.Errorf("%s %s/%d: batch at offsets %d..%d in %s: %w: %w", op, topic, partition, first, last, d.path, ErrNotBroker, err)
+			}
+		}
+		pos := 0
+		for _, r := range h.recs[:next-first] {
+			pos += r.enc
+		}
+		stored := int64(len(v))
+		for _, br := range h.recs[next-first:] {
+			if next >= end {
+				break
+			}
+			r := storedRecord{owned: true, kv: br.kv, stored: stored}
+			stored = 0
+			if values {
+				r.enc = raw[pos : pos+br.enc : pos+br.enc]
+			}
+			pos += br.enc
+			if err := fn(next, r); err != nil {
+				return next, fmt.Errorf("%s %s/%d@%d (batch at offsets %d..%d) in %s: %w", op, topic, partition, next, first, last, d.path, err)
+			}
+			next++
+		}
+	}
+	return next, nil
 }
 
 // Wait implements Log.
@@ -561,5 +728,5 @@ func (d *DB) Close() error {
 	close(d.appendCh)
 	d.sendMu.Unlock()
 	<-d.stopped
-	return d.db.Close()
+	return boltfile.Close(d.db)
 }

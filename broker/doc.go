@@ -3,8 +3,11 @@
 // pipeline.
 //
 // It owns topics with a fixed number of partitions, dense per-partition
-// offsets starting at 0, records (key, value, timestamp, headers) stored byte
-// for byte, producer metadata (such as a source's resume position) committed
+// offsets starting at 0, records (key, value, timestamp, headers) returned
+// byte for byte (stored one by one, or with Options.Compress sealed into
+// zstd batches of about 64 KiB once a partition's open records fill one,
+// in the commit that fills it; files of every format stay readable),
+// producer metadata (such as a source's resume position) committed
 // in the same transaction as the records it covers, group commit, and
 // retention.
 //
@@ -24,6 +27,9 @@
 // freelist pages are damaged, and changes nothing; a damaged page deeper in
 // the log is found by the first transaction that reads it (every
 // transaction runs under internal/boltfile's Guard), which is rolled back.
+// A compressed batch that fails its checksums or does not decompress is
+// refused (ErrCorruptBatch, with ErrNotBroker), naming the file, the
+// partition and its offsets; none of its records is returned.
 // CheckFile reads every page (`verify` runs it). Options.ReadOnly opens a
 // file without ever writing to it. One caller's batch that the store would
 // refuse (ErrBadMeta) fails only that caller, never the others of its

@@ -76,8 +76,28 @@ type PartitionOffsets struct {
 	Partition int
 	Start     int64
 	End       int64
-	Bytes     int64 // stored value+key bytes in the readable range
+	// Bytes is the key and value bytes of the records in the readable
+	// range, exactly, or UnknownBytes when the Log cannot tell without
+	// reading them. *DB counts them as it stores and trims; package
+	// kafka's Log reports UnknownBytes, because its batches are
+	// compressed on the brokers, whose sizes are then no bound on the
+	// bytes a reader gets back. A consumer that bounds a batch in bytes
+	// must not take an unknown Bytes for a small one.
+	Bytes int64
+	// Stored is what the readable range takes in the log's storage
+	// (compressed), when the Log knows it (0 otherwise): *DB's records
+	// and batches as its file encodes them; on Kafka the partition's size
+	// on its broker, aborted records and transaction markers included.
+	Stored int64
 }
+
+// UnknownBytes is PartitionOffsets.Bytes of a Log that cannot tell the
+// key and value bytes a partition holds without reading its records.
+const UnknownBytes int64 = -1
+
+// BytesKnown reports whether Bytes holds the partition's key and value
+// bytes (not UnknownBytes).
+func (p PartitionOffsets) BytesKnown() bool { return p.Bytes >= 0 }
 
 // TopicInfo describes a topic and its partitions.
 type TopicInfo struct {

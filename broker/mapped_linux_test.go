@@ -3,11 +3,14 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"lakehouse/broker"
 )
@@ -208,4 +211,82 @@ func TestRetainReleasesMapped(t *testing.T) {
 	if grew := retainGrowth(t, every); grew > 3*every {
 		t.Fatalf("trimming 48 MiB left %d KiB of the map resident, want at most %d KiB", grew>>10, 3*every>>10)
 	}
+}
+
+// cacheInLargeFolios writes broker.db back, drops it from the page cache
+// and reads it through sequentially, as a copy, a backup or verify does:
+// the page cache then holds it in large folios where the kernel builds
+// them for such reads.
+func cacheInLargeFolios(t *testing.T, db *broker.DB, path string) {
+	t.Helper()
+	if err := db.ReleaseMapped(); err != nil { // a mapped page is not dropped
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.CopyBuffer(io.Discard, f, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sparseGrowth fills 64 MiB of 8 KiB records, has the page cache hold the
+// file in large folios, then 128 times commits one record of 1.2 KB and
+// reads one record 512 KiB further into the log than the previous read (1.2
+// MiB of records in all): the few pages each transaction touches are
+// spread over the file, as a slow stream's are once its commits reuse free
+// pages anywhere. It returns how much of the map they left resident.
+func sparseGrowth(t *testing.T, release int64) int64 {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "broker.db")
+	db, err := broker.Open(path, broker.Options{ReleaseMappedBytes: release})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	want := fillBroker(t, db, 64)
+	cacheInLargeFolios(t, db, path)
+	ctx := context.Background()
+	val := bytes.Repeat([]byte("x"), 1200)
+	before := rssFileBytes(t)
+	for i := 0; i < 128; i++ {
+		if _, err := db.Append(ctx, broker.Batch{Records: []broker.Record{{Topic: "t", Partition: 0, Value: val}}}); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := db.Read(ctx, "t", 0, int64(i*64), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 1 || !bytes.Equal(msgs[0].Value, want) {
+			t.Fatalf("offset %d: read %d records, or a changed value", i*64, len(msgs))
+		}
+	}
+	return rssFileBytes(t) - before
+}
+
+// TestSparseTouchesReleaseMapped: when the page cache holds broker.db in
+// large folios, Linux maps a whole folio (up to 2 MiB) for each page a
+// transaction touches, so small commits and reads spread over the file
+// mapped megabytes each while counting a few KiB of records, and the map
+// was never released. The broker releases once the process's resident
+// file pages grew by ReleaseMappedBytes, whatever the records counted.
+func TestSparseTouchesReleaseMapped(t *testing.T) {
+	const every = 8 << 20
+	never := sparseGrowth(t, -1)
+	if never < 4*every {
+		t.Skipf("inconclusive: without releases the transactions left only %d KiB resident (the page cache holds no large folios of the file here)", never>>10)
+	}
+	grew := sparseGrowth(t, every)
+	if grew > 3*every {
+		t.Fatalf("128 small commits and reads left %d KiB of the map resident (%d KiB without releases), want at most %d KiB", grew>>10, never>>10, 3*every>>10)
+	}
+	t.Logf("resident after 128 small commits and reads: %d KiB (%d KiB without releases)", grew>>10, never>>10)
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -17,6 +18,11 @@ type Retention struct {
 	// MaxBytes trims the oldest records of each partition while the
 	// partition holds more than MaxBytes of key+value (0: no size limit).
 	MaxBytes int64
+	// MaxStored trims the oldest records of each partition while the
+	// partition's records take more than MaxStored bytes of the file
+	// (compressed; a batch counts whole until all its records are trimmed)
+	// (0: no limit).
+	MaxStored int64
 	// Floor, when not nil, holds for each partition the first offset that
 	// must never be trimmed (for example a consumer's committed position):
 	// retention stops before it whatever the age or size.
@@ -101,7 +107,12 @@ func (d *DB) freePages() int64 {
 // retainChunk removes, in one transaction, at most retainChunk of
 // partition p's oldest records that r makes due, stopping once it has
 // walked maxBytes of records. It returns how many it removed and the
-// bytes it walked.
+// bytes it walked (those it freed).
+//
+// Records of the first format go one by one; a batch goes once all its
+// records are trimmed (Start may point inside a batch: the records before
+// it are no longer readable, and MaxStored counts the batch until it
+// goes).
 func (d *DB) retainChunk(topic string, p int, r Retention, now time.Time, maxBytes int64) (removed int, walked int64, err error) {
 	err = d.update(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(topicBucketName(topic))
@@ -113,41 +124,108 @@ func (d *DB) retainChunk(topic string, p int, r Retention, now time.Time, maxByt
 		if r.Floor != nil && r.Floor[p] < limit {
 			limit = r.Floor[p]
 		}
-		rb := tb.Bucket(partKey('r', p))
-		var doomed [][]byte // deleted after the walk: deleting under a cursor skips keys
-		c := rb.Cursor()
-		for k, v := c.Seek(offsetKey(st.start)); k != nil && removed < retainChunk && walked < maxBytes; k, v = c.Next() {
-			off := int64(binary.BigEndian.Uint64(k))
-			if off >= limit {
-				break
-			}
-			var m Message
-			if err := decodeRecord(v, &m); err != nil {
-				return fmt.Errorf("%s/%d@%d: %w", topic, p, off, err)
-			}
-			tooOld := r.MaxAge > 0 && !m.Timestamp.IsZero() && now.Sub(m.Timestamp) > r.MaxAge
+		due := func(ts int64) bool {
+			tooOld := r.MaxAge > 0 && ts != 0 && now.Sub(time.Unix(0, ts)) > r.MaxAge
 			tooBig := r.MaxBytes > 0 && st.bytes > r.MaxBytes
-			if !tooOld && !tooBig {
-				break
+			tooMuch := r.MaxStored > 0 && st.stored > r.MaxStored
+			return st.start < limit && (tooOld || tooBig || tooMuch)
+		}
+		more := func() bool { return removed < retainChunk && walked < maxBytes }
+		stopped := false
+		// plain trims records stored one by one: first format, open.
+		plain := func(bucket []byte) error {
+			rb := tb.Bucket(bucket)
+			if rb == nil || stopped {
+				return nil
 			}
-			walked += int64(len(k) + len(v))
-			doomed = append(doomed, append([]byte{}, k...))
-			st.start = off + 1
-			st.bytes -= int64(len(m.Key) + len(m.Value))
-			removed++
+			var doomed [][]byte // deleted after the walk: deleting under a cursor skips keys
+			c := rb.Cursor()
+			for k, v := c.Seek(offsetKey(st.start)); k != nil && more(); k, v = c.Next() {
+				off := int64(binary.BigEndian.Uint64(k))
+				if off != st.start {
+					break // the rest is elsewhere
+				}
+				var m Message
+				if err := decodeRecord(v, &m); err != nil {
+					return fmt.Errorf("%s/%d@%d in %s: %w", topic, p, off, d.path, err)
+				}
+				var ts int64
+				if !m.Timestamp.IsZero() {
+					ts = m.Timestamp.UnixNano()
+				}
+				if !due(ts) {
+					stopped = true
+					break
+				}
+				walked += int64(len(k) + len(v))
+				doomed = append(doomed, bytes.Clone(k))
+				st.start = off + 1
+				st.bytes -= int64(len(m.Key) + len(m.Value))
+				if off >= st.openFrom {
+					st.open -= int64(len(v))
+				}
+				st.stored = max(0, st.stored-int64(len(v)))
+				removed++
+			}
+			for _, k := range doomed {
+				if err := rb.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := plain(partKey('r', p)); err != nil {
+			return err
+		}
+		if zb := tb.Bucket(partKey('z', p)); zb != nil && !stopped {
+			var doomed [][]byte
+			c := zb.Cursor()
+		batches:
+			for k, v := seekBatch(c, st.start); k != nil && more(); k, v = c.Next() {
+				first := batchKeyOffset(k)
+				h, err := parseBatch(v)
+				if err != nil {
+					return fmt.Errorf("%s/%d: batch at offset %d in %s: %w: %w", topic, p, first, d.path, ErrNotBroker, err)
+				}
+				end := first + int64(len(h.recs))
+				if st.start < first || st.start >= end {
+					break // the rest is open, or nothing is left
+				}
+				for _, br := range h.recs[st.start-first:] {
+					if removed >= retainChunk || !due(br.ts) {
+						stopped = true
+						break batches
+					}
+					st.start++
+					st.bytes -= br.kv
+					removed++
+				}
+				doomed = append(doomed, bytes.Clone(k))
+				walked += int64(len(k) + len(v))
+				st.stored -= int64(len(v))
+			}
+			for _, k := range doomed {
+				if err := zb.Delete(k); err != nil {
+					return err
+				}
+			}
+		}
+		if err := plain(partKey('r', p)); err != nil {
+			return err
 		}
 		if removed == 0 {
 			return nil
 		}
-		for _, k := range doomed {
-			if err := rb.Delete(k); err != nil {
-				return err
-			}
+		if err := d.markFormat(tx); err != nil {
+			return err
 		}
 		return tb.Put(partKey('s', p), st.encode())
 	})
 	if err != nil {
 		return 0, walked, err
+	}
+	if removed > 0 {
+		d.wrote()
 	}
 	return removed, walked, nil
 }
