@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -30,6 +31,18 @@ const (
 	DefaultClientID = "lakehouse"
 	// DefaultPort is the port of a seed given without one.
 	DefaultPort = "9092"
+	// DefaultCompression is the codec of the batches Append produces.
+	DefaultCompression = CompressionZstd
+)
+
+// Compression codecs of Config.Compression.
+const (
+	// CompressionZstd compresses every batch Append produces with zstd
+	// (Kafka 2.1 or later; Redpanda).
+	CompressionZstd = "zstd"
+	// CompressionNone produces uncompressed batches, for a cluster
+	// that refuses zstd.
+	CompressionNone = "none"
 )
 
 // Config says how to reach a Kafka cluster and how the Log uses it. Zero
@@ -57,6 +70,11 @@ type Config struct {
 	MaxRecordBytes int
 	// ClientID names the client to the brokers (DefaultClientID).
 	ClientID string
+	// Compression is the codec of the batches Append produces:
+	// CompressionZstd (DefaultCompression) or CompressionNone. The
+	// brokers keep a batch as produced unless a topic's compression.type
+	// says otherwise; readers decompress whatever they fetch.
+	Compression string
 	// ReadOnly opens the Log for reading only: Open neither registers
 	// the TransactionalID (so it fences no producer, for example the one
 	// of a running appliance) nor creates the meta topic, and Append and
@@ -85,7 +103,21 @@ func (c Config) withDefaults() Config {
 	if c.ClientID == "" {
 		c.ClientID = DefaultClientID
 	}
+	if c.Compression == "" {
+		c.Compression = DefaultCompression
+	}
 	return c
+}
+
+// codec is the producer's codec for Config.Compression (defaults filled).
+func (c Config) codec() (kgo.CompressionCodec, error) {
+	switch c.Compression {
+	case CompressionZstd:
+		return kgo.ZstdCompression(), nil
+	case CompressionNone:
+		return kgo.NoCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("unknown compression %q (known: %s, %s)", c.Compression, CompressionZstd, CompressionNone)
 }
 
 // Errors of this package; the Log also returns the broker package's.
@@ -107,7 +139,7 @@ var (
 // mechanism ?sasl=plain (the default), scram-sha-256 or scram-sha-512;
 // user and password are percent-decoded. ?tls-insecure=1 (kafkas only)
 // skips verifying the brokers' certificates: THIS IS UNSAFE, for test
-// clusters only. Anything else is an error wrapping ErrURL, whose text
+// clusters only. ?compression=zstd|none sets Config.Compression. Anything else is an error wrapping ErrURL, whose text
 // never shows the password. The other Config fields are left zero.
 func ParseURL(s string) (Config, error) {
 	shown := redact(s)
@@ -180,8 +212,13 @@ func ParseURL(s string) (Config, error) {
 				return bad("tls-insecure needs the kafkas scheme")
 			}
 			cfg.TLS.InsecureSkipVerify = on
+		case "compression":
+			cfg.Compression = strings.ToLower(v)
+			if _, err := cfg.codec(); err != nil {
+				return bad("%v", err)
+			}
 		default:
-			return bad("unknown query parameter %q (known: sasl, tls-insecure)", k)
+			return bad("unknown query parameter %q (known: sasl, tls-insecure, compression)", k)
 		}
 	}
 	if mech != "" && !hasUser {

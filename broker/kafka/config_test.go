@@ -20,6 +20,7 @@ func TestParseURL(t *testing.T) {
 		tls      bool
 		insecure bool
 		sasl     string // mechanism name, "" for none
+		compress string // Config.Compression
 		err      string // substring of the error, "" for none
 	}{
 		{url: "kafka://localhost:9092", seeds: "[localhost:9092]"},
@@ -35,6 +36,8 @@ func TestParseURL(t *testing.T) {
 		{url: "kafka://u:p@h:1?sasl=scram-sha-256", seeds: "[h:1]", sasl: "SCRAM-SHA-256"},
 		{url: "kafkas://u:p%40ss@h:1,i:2?sasl=SCRAM-SHA-512", seeds: "[h:1 i:2]", tls: true, sasl: "SCRAM-SHA-512"},
 		{url: "kafka://u:p@ss@h:1", seeds: "[h:1]", sasl: "PLAIN"}, // the last @ ends the userinfo
+		{url: "kafka://h:1?compression=none", seeds: "[h:1]", compress: "none"},
+		{url: "kafkas://u:p@h:1?compression=ZSTD&sasl=plain", seeds: "[h:1]", tls: true, sasl: "PLAIN", compress: "zstd"},
 
 		{url: "localhost:9092", err: "want kafka:// or kafkas://"},
 		{url: "http://h:1", err: `unknown scheme "http"`},
@@ -54,6 +57,7 @@ func TestParseURL(t *testing.T) {
 		{url: "kafkas://h:1?tls-insecure=maybe", err: "tls-insecure"},
 		{url: "kafka://h:1?acks=0", err: `unknown query parameter "acks"`},
 		{url: "kafka://h:1?sasl=plain&sasl=plain", err: "given 2 times"},
+		{url: "kafka://h:1?compression=lz4", err: `unknown compression "lz4"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
@@ -80,7 +84,23 @@ func TestParseURL(t *testing.T) {
 			if got != tc.sasl {
 				t.Errorf("sasl: got %q, want %q", got, tc.sasl)
 			}
+			if cfg.Compression != tc.compress {
+				t.Errorf("compression: got %q, want %q", cfg.Compression, tc.compress)
+			}
 		})
+	}
+}
+
+// TestOpenRefusesUnknownCompression: Open names a codec it does not know
+// before it dials.
+func TestOpenRefusesUnknownCompression(t *testing.T) {
+	l, err := kafka.Open(ctxT(t), kafka.Config{Seeds: []string{"127.0.0.1:1"}, Compression: "gzip"})
+	if err == nil {
+		l.Close()
+		t.Fatal("Open with compression gzip succeeded")
+	}
+	if !strings.Contains(err.Error(), `unknown compression "gzip"`) {
+		t.Fatalf("got %v, want unknown compression", err)
 	}
 }
 

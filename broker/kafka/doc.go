@@ -23,6 +23,12 @@
 // records nor its Meta, so after a crash either all records and metadata
 // of an Append are readable or none is.
 //
+// Append produces its batches compressed with zstd (Config.Compression),
+// which the brokers keep as they are, so a partition's size on them
+// (PartitionOffsets.Stored) is no bound on the key and value bytes it
+// holds: Offsets reports those as broker.UnknownBytes, and a reader that
+// bounds a batch in bytes looks at the records.
+//
 // Offsets are sparse (the Log implements broker.Sparse): a transaction's
 // commit or abort marker takes an offset of every partition it wrote, and
 // aborted records keep theirs, so End-Start is only an upper bound on the

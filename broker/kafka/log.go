@@ -75,14 +75,19 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if len(cfg.Seeds) == 0 {
 		return nil, errors.New("open kafka log: no seed brokers")
 	}
+	codec, err := cfg.codec()
+	if err != nil {
+		return nil, fmt.Errorf("open kafka log: %w", err)
+	}
 	maxBatch := max(cfg.MaxRecordBytes, maxMetaKeyBytes+maxMetaValueBytes) + headerRoom
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Seeds...),
 		kgo.ClientID(cfg.ClientID),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		// Uncompressed, so that a partition's size on the broker is never
-		// below the key and value bytes it holds (see PartitionOffsets.Bytes).
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		// Compressed, to keep months of events on a small cluster's
+		// disks; the partitions' key and value bytes are then unknown
+		// (Offsets), and a byte-capped reader looks at the records.
+		kgo.ProducerBatchCompression(codec),
 		kgo.ProducerBatchMaxBytes(int32(maxBatch)),
 		kgo.ProducerLinger(0),
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -131,7 +131,19 @@ func testLog(t *testing.T) (*Log, context.Context) {
 	return l, ctx
 }
 
-// appendTxn appends n records of size bytes to t/0 in one transaction,
+// noise returns n random bytes drawn from seed: padding that zstd cannot
+// shrink, so that a backlog's size on the broker (what a fetch's limits
+// count) is its records' size.
+func noise(seed string, n int) []byte {
+	var key [32]byte
+	copy(key[:], seed)
+	out := make([]byte, max(n, 0))
+	rand.NewChaCha8(key).Read(out)
+	return out
+}
+
+// appendTxn appends n records of size bytes (random after a tag, which
+// compression cannot shrink) to t/0 in one transaction,
 // aborted after its records were produced when abort is set, and returns
 // the offsets of a committed one.
 func appendTxn(t *testing.T, ctx context.Context, l *Log, tag string, n, size int, abort bool) []int64 {
@@ -139,7 +151,7 @@ func appendTxn(t *testing.T, ctx context.Context, l *Log, tag string, n, size in
 	var b broker.Batch
 	for i := 0; i < n; i++ {
 		v := fmt.Sprintf("%s %d ", tag, i)
-		b.Records = append(b.Records, broker.Record{Topic: "t", Value: []byte(v + strings.Repeat(".", size-len(v)))})
+		b.Records = append(b.Records, broker.Record{Topic: "t", Value: append([]byte(v), noise(v, size-len(v))...)})
 	}
 	boom := errors.New("boom")
 	if abort {

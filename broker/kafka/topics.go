@@ -187,15 +187,15 @@ func (l *Log) Topics(ctx context.Context) ([]broker.TopicInfo, error) {
 // offset; End its last stable offset, the end a read_committed reader
 // sees: an open transaction holds it back until it commits or aborts.
 //
-// Bytes is the partition's size on its broker as DescribeLogDirs reports
-// it: record batches with their framing and headers, and aborted records
-// and transaction markers as well, until retention deletes their segment.
-// Append writes uncompressed batches, so it is never below the key and
-// value bytes held (a topic compressed by other producers or by its
-// compression.type breaks that). When the size cannot be had (an old
-// broker, no DESCRIBE on the cluster) Bytes is math.MaxInt64 divided by
-// the partition count: large enough that a consumer applying a byte limit
-// always looks at record sizes, small enough that a sum does not overflow.
+// Bytes is broker.UnknownBytes: Append compresses its batches
+// (Config.Compression), and other producers or a topic's compression.type
+// may too, so nothing the brokers report bounds the key and value bytes a
+// partition holds; a consumer applying a byte limit looks at the records.
+// Stored is the partition's size on its broker as DescribeLogDirs
+// reports it (the largest replica's): record batches as stored, with
+// their framing and headers, and aborted records and transaction markers
+// as well, until retention deletes their segment; 0 when the size cannot
+// be had (an old broker, no DESCRIBE on the cluster).
 func (l *Log) Offsets(ctx context.Context, topic string) ([]broker.PartitionOffsets, error) {
 	if err := l.checkOpen(); err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func (l *Log) Offsets(ctx context.Context, topic string) ([]broker.PartitionOffs
 	return offs[topic], nil
 }
 
-// offsets lists Start, End and Bytes of every partition of tms.
+// offsets lists Start, End and Stored of every partition of tms.
 func (l *Log) offsets(ctx context.Context, tms []*topicMeta) (map[string][]broker.PartitionOffsets, error) {
 	out := make(map[string][]broker.PartitionOffsets, len(tms))
 	if len(tms) == 0 {
@@ -240,11 +240,8 @@ func (l *Log) offsets(ctx context.Context, tms []*topicMeta) (map[string][]broke
 		ps := make([]broker.PartitionOffsets, tm.n)
 		for i := range ps {
 			key := topicPartition{tm.name, int32(i)}
-			size, ok := sizes[key]
-			if !ok {
-				size = math.MaxInt64 / int64(tm.n)
-			}
-			ps[i] = broker.PartitionOffsets{Partition: i, Start: starts[key], End: ends[key], Bytes: size}
+			ps[i] = broker.PartitionOffsets{Partition: i, Start: starts[key], End: ends[key],
+				Bytes: broker.UnknownBytes, Stored: sizes[key]}
 		}
 		out[tm.name] = ps
 	}
