@@ -2,9 +2,11 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"lakehouse/broker"
@@ -140,6 +142,14 @@ func (l *Log) transact(ctx context.Context, recs []*kgo.Record) error {
 	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
 	defer cancel()
 	if err := l.cl.EndTransaction(endCtx, kgo.TryCommit); err != nil {
+		if errors.Is(err, kerr.InvalidTxnState) {
+			// The coordinator holds no open transaction of ours at our
+			// epoch: it was aborted behind us. kfake answers a zombie's
+			// commit so when the newer producer's InitProducerID bumped
+			// the epoch by one (it takes the commit for a retry of an
+			// EndTxn that aborted); Kafka answers PRODUCER_FENCED.
+			err = fmt.Errorf("%w: %w", errAbortedBehind, err)
+		}
 		return l.abort(ctx, "commit", err)
 	}
 	return nil

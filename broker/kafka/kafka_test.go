@@ -211,6 +211,48 @@ func TestFencing(t *testing.T) {
 	}
 }
 
+// TestFencedMidTransaction: a Log fenced while its transaction is open
+// (produced, not yet committed) fails that Append with ErrFenced, stays
+// fenced, and none of the transaction's records or meta become visible.
+// kfake answers the zombie's commit with INVALID_TXN_STATE rather than
+// PRODUCER_FENCED, so this is the path a zombie ingest takes when it
+// wakes between produce and commit.
+func TestFencedMidTransaction(t *testing.T) {
+	c := newCluster(t)
+	ctx := ctxT(t)
+	old := open(t, c, kafka.Config{TransactionalID: "ingest"})
+	if err := old.CreateTopic(ctx, "t", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Append(ctx, batch("t", "old", 2, "1")); err != nil {
+		t.Fatal(err)
+	}
+	var cur *kafka.Log
+	hit := false
+	fault.ArmFunc(kafka.AfterProduceHook, 0, func(string) {
+		hit = true
+		cur = open(t, c, kafka.Config{TransactionalID: "ingest"})
+	})
+	defer fault.Disarm()
+	_, err := old.Append(ctx, batch("t", "zombie", 3, "zombie"))
+	fault.Disarm()
+	if !hit {
+		t.Fatal("inconclusive: the Append never reached the point between produce and commit")
+	}
+	if !errors.Is(err, broker.ErrFenced) {
+		t.Fatalf("Append fenced mid-transaction: got %v, want ErrFenced", err)
+	}
+	if _, err := old.Append(ctx, batch("t", "zombie", 1, "zombie")); !errors.Is(err, broker.ErrFenced) {
+		t.Fatalf("next Append of the fenced Log: got %v, want ErrFenced", err)
+	}
+	if msgs, err := cur.Read(ctx, "t", 0, 0, 0); err != nil || fmt.Sprint(values(msgs)) != "[old-0 old-1]" {
+		t.Fatalf("Read: got %q, %v; want the committed records only", values(msgs), err)
+	}
+	if v, _ := cur.Meta(ctx, "position"); string(v) != "1" {
+		t.Fatalf("Meta: got %q, want 1 (the zombie's meta was aborted)", v)
+	}
+}
+
 // TestTopicsHidesMeta: the meta topic is not a topic of the Log.
 func TestTopicsHidesMeta(t *testing.T) {
 	c := newCluster(t)

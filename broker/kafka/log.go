@@ -167,8 +167,13 @@ func (l *Log) Close() error {
 // isFenced reports whether err says a newer producer with our
 // TransactionalID took over.
 func isFenced(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, errAbortedBehind)
 }
+
+// errAbortedBehind marks a commit refused because our open transaction
+// had been aborted by the coordinator: the producer is fenced.
+var errAbortedBehind = errors.New("our open transaction was aborted by the coordinator")
 
 // checkOpen returns broker.ErrClosed after Close.
 func (l *Log) checkOpen() error {
