@@ -47,8 +47,35 @@ type Options struct {
 	// FileIO, if set, opens every metadata and data file the catalog and
 	// its tables read or write (default: iceberg-go's FileIO for the
 	// location's scheme, with Props). The table package uses it to keep
-	// every path inside the data directory. Open does not call it.
+	// every path inside the data directory, and on S3 to write manifests
+	// every reader reads. Open does not call it.
 	FileIO func(ctx context.Context, loc string) (iceio.IO, error)
+	// Owned reports the namespaces whose tables belong to the catalog's
+	// owner (the appliance's own): their default locations decide the
+	// warehouse root, and only they may be under two roots at Open
+	// (ErrSeveralRoots). A table of another namespace under a second root
+	// is a Stray instead: Open still opens. Nil: every namespace is owned.
+	Owned func(ns icetable.Identifier) bool
+	// Guard, if set, checks where tables may put their files before a
+	// create, staged create or commit writes anything, where a namespace's
+	// "location" may point, and which files PurgeTable may delete.
+	Guard Guard
+}
+
+// Guard checks the locations of a catalog whose tables have different
+// owners (Options.Guard). Its errors should wrap ErrLocation (ErrReserved
+// too for a location another owner holds) or ErrLimit (properties over its
+// bounds); the catalog returns them wrapped, with nothing written.
+type Guard interface {
+	// CheckTable is asked with the metadata a create, staged create or
+	// commit of ident is about to write.
+	CheckTable(ident icetable.Identifier, meta icetable.Metadata) error
+	// CheckNamespace is asked with the properties a namespace is about
+	// to have (created or updated).
+	CheckNamespace(ns icetable.Identifier, props iceberg.Properties) error
+	// CheckDelete is asked before PurgeTable deletes path, a file of ident
+	// whose last metadata is meta; an error keeps the file.
+	CheckDelete(ident icetable.Identifier, meta icetable.Metadata, path string) error
 }
 
 // Catalog is the bbolt-backed catalog. It is safe for concurrent use.
@@ -58,6 +85,8 @@ type Catalog struct {
 	props      iceberg.Properties
 	beforeSwap func() error
 	openIO     func(ctx context.Context, loc string) (iceio.IO, error) // nil: iceberg-go's
+	ownedNS    func(ns icetable.Identifier) bool                       // nil: every namespace
+	locGuard   Guard                                                   // nil: none
 
 	mu    sync.Mutex
 	cache map[string]cachedMeta // table key -> the metadata of its newest file
@@ -96,7 +125,8 @@ func Open(ctx context.Context, path string, opts Options) (*Catalog, error) {
 	if before == nil {
 		before = func() error { return nil }
 	}
-	c := &Catalog{db: db, release: release, props: props, beforeSwap: before, openIO: opts.FileIO, cache: map[string]cachedMeta{}}
+	c := &Catalog{db: db, release: release, props: props, beforeSwap: before, openIO: opts.FileIO,
+		ownedNS: opts.Owned, locGuard: opts.Guard, cache: map[string]cachedMeta{}}
 	if err := c.resolveRoot(ctx); err != nil {
 		_ = release()
 		return nil, fmt.Errorf("open catalog %s: %w", path, err)

@@ -51,7 +51,7 @@ func acquireDB(path string, lockTimeout time.Duration, readOnly bool) (*bolt.DB,
 	}
 	db, err := boltfile.Open(abs, 0o644, &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, nil, fmt.Errorf("open catalog %s: locked by another process for %s (is the appliance running on this data directory?): %w", abs, lockTimeout, err)
+		return nil, nil, fmt.Errorf("open catalog %s: %w (waited %s)", abs, err, lockTimeout)
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -82,7 +82,7 @@ func acquireDB(path string, lockTimeout time.Duration, readOnly bool) (*bolt.DB,
 		})
 	})
 	if err != nil {
-		_ = db.Close()
+		_ = boltfile.Close(db)
 		if errors.Is(err, boltfile.ErrDamaged) {
 			return nil, nil, damagedCatalog(abs, err)
 		}
@@ -112,7 +112,7 @@ func CheckFile(path string) (boltfile.Summary, error) {
 	case errors.Is(err, boltfile.ErrDamaged):
 		return s, fmt.Errorf("check catalog %s: %w: %s", path, err, wayOut)
 	case errors.Is(err, bolterrors.ErrTimeout):
-		return s, fmt.Errorf("check catalog %s: locked by another process: %w", path, err)
+		return s, fmt.Errorf("check catalog %s: %w", path, err)
 	case err != nil:
 		return s, fmt.Errorf("check catalog %s: %w", path, err)
 	}
@@ -129,7 +129,7 @@ func releaseFunc(abs string, s *sharedDB) func() error {
 			s.refs--
 			if s.refs == 0 {
 				delete(opened, abs)
-				err = s.db.Close()
+				err = boltfile.Close(s.db)
 			}
 		})
 		return err

@@ -26,6 +26,17 @@
 // (every transaction runs under boltfile.Guard), which is rolled back.
 // CheckFile reads every page (`verify` runs it).
 //
+// One warehouse root: the catalog infers the root its tables were created
+// under from their default locations (Root), and refuses a create, commit
+// or rename that would put a table at a default location under another
+// root (ErrLocation). At Open the namespaces Options.Owned claims decide
+// the root; a table of another namespace under a second root is a Stray
+// (Strays lists them), not a reason to refuse opening. Options.Guard checks
+// every location a table's metadata or a namespace's "location" sets before
+// anything is written (ErrLocation, ErrReserved), and which files
+// PurgeTable may delete; PurgeTable drops the entry first, so a crash in
+// between leaves files no table references.
+//
 // Several Catalog values may be opened on the same file in one process: they
 // share one bbolt handle, so their compare-and-swaps are serialised. A second
 // process waits up to Options.LockTimeout for bbolt's file lock.

@@ -43,6 +43,11 @@ func (c *Catalog) CreateNamespace(ctx context.Context, ns icetable.Identifier, p
 	if err := icecat.ValidateNamespaceIdentifier(ns); err != nil {
 		return err
 	}
+	if c.locGuard != nil {
+		if err := c.locGuard.CheckNamespace(ns, props); err != nil {
+			return fmt.Errorf("create namespace %s: %w", identString(ns), err)
+		}
+	}
 	return c.update(ctx, func(tx *bolt.Tx) error {
 		if _, ok, err := getNamespace(tx, ns); err != nil {
 			return err
@@ -149,6 +154,11 @@ func (c *Catalog) UpdateNamespaceProperties(ctx context.Context, ns icetable.Ide
 			sum.Updated = append(sum.Updated, k)
 		}
 		slices.Sort(sum.Updated)
+		if c.locGuard != nil {
+			if err := c.locGuard.CheckNamespace(ns, props); err != nil {
+				return fmt.Errorf("update namespace %s: %w", identString(ns), err)
+			}
+		}
 		return putNamespace(tx, ns, props)
 	})
 	return sum, err

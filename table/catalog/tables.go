@@ -186,6 +186,9 @@ func (c *Catalog) CreateTable(ctx context.Context, ident icetable.Identifier, sc
 	if err != nil {
 		return nil, err
 	}
+	if err := c.checkRoot(ident, metaLoc); err != nil {
+		return nil, fmt.Errorf("create table %s: %w", identString(ident), err)
+	}
 	if _, err := c.writeMetadata(ctx, meta, metaLoc); err != nil {
 		return nil, err
 	}
@@ -245,6 +248,9 @@ func (c *Catalog) StageTable(ctx context.Context, ident icetable.Identifier, sc 
 	meta, err := icetable.NewMetadata(sc, cfg.PartitionSpec, cfg.SortOrder, loc, cfg.Properties)
 	if err != nil {
 		return nil, fmt.Errorf("create table metadata: %w: %w", ErrInvalidCommit, err)
+	}
+	if err := c.checkTable(ident, meta); err != nil {
+		return nil, fmt.Errorf("create table %s: %w", identString(ident), err)
 	}
 	return meta, nil
 }
@@ -308,9 +314,15 @@ func (c *Catalog) CommitTable(ctx context.Context, ident icetable.Identifier,
 	if current != nil && len(updates) == 0 {
 		return curMeta, curLoc, nil
 	}
+	if err := c.checkTable(ident, updated); err != nil {
+		return nil, "", fmt.Errorf("commit table %s: %w", identString(ident), err)
+	}
 	newLoc, err := newMetadataLocation(updated, version)
 	if err != nil {
 		return nil, "", err
+	}
+	if err := c.checkRoot(ident, newLoc); err != nil {
+		return nil, "", fmt.Errorf("commit table %s: %w", identString(ident), err)
 	}
 	raw, err := c.writeMetadata(ctx, updated, newLoc)
 	if err != nil {
@@ -441,6 +453,9 @@ func (c *Catalog) RenameTable(ctx context.Context, from, to icetable.Identifier)
 		} else if exists {
 			return fmt.Errorf("%w: %s", icecat.ErrTableAlreadyExists, identString(to))
 		}
+		if err := c.checkRoot(to, e.MetadataLocation); err != nil {
+			return fmt.Errorf("rename table %s to %s: %w", identString(from), identString(to), err)
+		}
 		if err := tx.Bucket(bucketTables).Delete(tableKey(from)); err != nil {
 			return err
 		}
@@ -450,6 +465,15 @@ func (c *Catalog) RenameTable(ctx context.Context, from, to icetable.Identifier)
 		return nil, err
 	}
 	return c.LoadTable(ctx, to)
+}
+
+// checkTable asks Options.Guard about the metadata a create or commit of
+// ident would write.
+func (c *Catalog) checkTable(ident icetable.Identifier, meta icetable.Metadata) error {
+	if c.locGuard == nil {
+		return nil
+	}
+	return c.locGuard.CheckTable(ident, meta)
 }
 
 // Metadata file names: <version>-<uuid>[.codec].metadata.json.
