@@ -32,8 +32,8 @@ var (
 const (
 	PropPrefix = "lakehouse."
 	// SummaryQuery is the committing query's name (Batch.Query), the stable
-	// identity that keys its marker. The key says "query-id", as DESIGN.md
-	// and lakes written since the first version have it; the run's query
+	// identity that keys its marker. The key says "query-id", as lakes
+	// written since the first version have it; the run's query
 	// id, which changes when a checkpoint is lost, is a separate property
 	// the stream package adds (lakehouse.stream.query-id).
 	SummaryQuery   = "lakehouse.query-id"

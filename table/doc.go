@@ -155,6 +155,21 @@
 // parsing the schema's JSON on every call, which iceberg-go makes for every
 // manifest it reads (TestAvroRootClonesPatched).
 //
+// iceberg-go writes every manifest and manifest list with the deflate
+// codec through Go's compress/flate, whose Close ends each Avro block's
+// stream with an empty final stored block; some inflaters refuse that
+// (icebird's fails on every manifest). The lake's file IO (durableFS on
+// local disk, in every lake of the process; the S3 file IO through the
+// catalog's FileIO hook) rewrites that ending of each .avro file it writes
+// into an empty final fixed-Huffman block, keeps the file's length (the
+// manifest list records it) by giving the bytes saved back as whitespace in
+// the header's avro.schema JSON, and writes anything it does not recognise
+// as it came (avroframe.go; TestManifestsEndTheirDeflateStreamsPlainly,
+// TestManifestsPlainOnEveryBackend). Reading is unchanged, so manifests
+// written before still read. Not covered: a lake whose tables are in a REST
+// catalog and whose warehouse is on S3 (iceberg-go opens that file IO by
+// scheme, and its S3 factory cannot be wrapped).
+//
 // iceberg-go's metadata accessors (SnapshotByID, Snapshots) clone every
 // snapshot they return, summary map included, so walking main's history
 // costs an allocation per snapshot; downstream queries ask AppendsAfter on

@@ -40,6 +40,7 @@ type fileCache struct {
 	base  string // where dir goes ("" for a temporary directory)
 	max   int64
 	props map[string]string // the warehouse's file IO settings
+	s3    *s3Requests       // counts the downloads' requests (nil: none)
 }
 
 // LocalFile returns a local path holding the data file p names: p itself
@@ -110,7 +111,7 @@ func (c *fileCache) open() error {
 }
 
 func (c *fileCache) download(ctx context.Context, uri, local string) error {
-	fsys, err := iceio.LoadFS(ctx, c.props, uri)
+	fsys, err := iceio.LoadFS(c.s3.with(ctx), c.props, uri)
 	if err != nil {
 		return fmt.Errorf("file cache: %s: %w", uri, err)
 	}

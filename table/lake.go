@@ -128,6 +128,12 @@ type Config struct {
 	// keeps in memory for TakeAppended (DefaultRecentAppendBytes when 0;
 	// negative: none kept).
 	RecentAppendBytes int64
+	// OwnNamespaces are namespaces whose tables only the appliance writes,
+	// beside those of Tables (the marts' gold and ops): their directories
+	// under the warehouse are reserved, and their tables decide the
+	// catalog's warehouse root. Tables of every other namespace are REST
+	// clients' and follow the one location rule (clientloc.go).
+	OwnNamespaces []string
 	// ReadOnly opens an existing lake for reading only: nothing is created
 	// or written (no directories, no warehouse probe, the catalog opened
 	// read-only), and commits fail. For commands that only read.
@@ -144,7 +150,9 @@ type Lake struct {
 	cat       catalogAPI
 	catProps  iceberg.Properties // the warehouse's file IO settings
 	rooted    *rootedFS          // the local FileIO (nil on S3 and through REST)
+	guard     *locationGuard     // the location rule of clients' tables (nil through REST)
 	files     *fileCache         // local copies of remote data files (LocalFile)
+	s3        *s3Requests        // counts the S3 warehouse's requests (nil: not counted)
 
 	notifyMu sync.Mutex
 	notify   map[string]chan struct{} // ident -> closed at the next commit
@@ -236,22 +244,36 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 	if err != nil {
 		return nil, err
 	}
+	var s3 *s3Requests
+	if cfg.Catalog == "" {
+		if s3, err = newS3Requests(ctx, wh, catProps); err != nil {
+			return nil, fmt.Errorf("open lake: %w: %s: %w", ErrWarehouse, wh, err)
+		}
+	}
 	if !cfg.ReadOnly {
-		if err := probeWarehouse(ctx, wh, catProps); err != nil {
+		if err := probeWarehouse(s3.with(ctx), wh, catProps); err != nil {
 			return nil, err
 		}
 	}
 	var cat catalogAPI
 	var rooted *rootedFS
+	var guard *locationGuard
 	if cfg.Catalog != "" {
 		if cat, err = openREST(ctx, cfg, catProps); err != nil {
 			return nil, err
 		}
 	} else {
 		opts := catalog.Options{Props: catProps, LockTimeout: cfg.LockTimeout, BeforeSwap: syncDirtyDirs, ReadOnly: cfg.ReadOnly}
+		guard = &locationGuard{own: ownNamespaces(cfg.OwnNamespaces), wh: wh}
+		opts.Owned, opts.Guard = guard.owned, guard
 		if !strings.Contains(wh, "://") {
 			rooted = newRootedFS(wh, wh) // the recorded root is known once the catalog is open
 			opts.FileIO = rooted.open
+			guard.rooted = rooted
+		} else {
+			opts.FileIO = func(ctx context.Context, loc string) (iceio.IO, error) {
+				return reframingIO(iceio.LoadFS(s3.with(ctx), catProps, loc))
+			}
 		}
 		emb, err := catalog.Open(ctx, filepath.Join(dir, "catalog.db"), opts)
 		if err != nil {
@@ -269,15 +291,30 @@ func Open(ctx context.Context, cfg Config) (*Lake, error) {
 		// the catalog orders every commit, so processes with their own
 		// data directories (the roles) share them, and a query's commits
 		// are fenced (Batch.Fenced).
-		if err := claimWarehouse(ctx, dir, wh, catProps, cfg.TakeOverWarehouse); err != nil {
+		if err := claimWarehouse(s3.with(ctx), dir, wh, catProps, cfg.TakeOverWarehouse); err != nil {
 			_ = cat.Close()
 			return nil, fmt.Errorf("open lake: %w", err)
 		}
 	}
 	props := maps.Clone(DefaultTableProps)
 	maps.Copy(props, cfg.Props)
-	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat, catProps: catProps, rooted: rooted, files: newFileCache(cfg, catProps),
-		recent: newRecentAppends(cfg.RecentAppendBytes)}, nil
+	files := newFileCache(cfg, catProps)
+	files.s3 = s3
+	return &Lake{cfg: cfg, warehouse: wh, props: props, cat: cat, catProps: catProps, rooted: rooted, guard: guard, files: files,
+		s3: s3, recent: newRecentAppends(cfg.RecentAppendBytes)}, nil
+}
+
+// ownNamespaces is the set of owned namespaces: those of Tables and extra.
+func ownNamespaces(extra []string) map[string]bool {
+	own := map[string]bool{}
+	for _, id := range Tables {
+		ns, _, _ := strings.Cut(id, ".")
+		own[ns] = true
+	}
+	for _, ns := range extra {
+		own[ns] = true
+	}
+	return own
 }
 
 // checkRoot compares the root the catalog's tables were created under with

@@ -129,7 +129,8 @@ func (f *durableFile) Close() error {
 }
 
 // Create creates (or truncates) name for writing; the returned writer makes
-// the file durable on Close.
+// the file durable on Close. A manifest or manifest list (.avro) is written
+// reframed on Close (avroframe.go).
 func (durableFS) Create(name string) (iceio.FileWriter, error) {
 	p, err := localName(name)
 	if err != nil {
@@ -142,7 +143,7 @@ func (durableFS) Create(name string) (iceio.FileWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &durableFile{File: f}, nil
+	return reframeWriter(p, &durableFile{File: f}), nil
 }
 
 // WriteFile writes content to name durably.
