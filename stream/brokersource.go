@@ -96,7 +96,8 @@ func (s *BrokerSource) Earliest(ctx context.Context) (Offset, error) {
 // limit.Bytes of record keys and values: records are taken whole, in the
 // same proportions, until the next one would pass the cap (always at least
 // one record). The sizes come from the log's Sizer when it has one, else
-// from reading the records.
+// from reading the records; they are looked at unless the partitions'
+// Bytes, all known, fit the cap.
 func (s *BrokerSource) Plan(ctx context.Context, start Offset, limit Limit) (Offset, int64, error) {
 	from, err := ParsePartitionOffsets(start)
 	if err != nil {
@@ -109,6 +110,7 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, limit Limit) (Off
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
 	avail := make([]int64, len(parts))
 	var total, held int64
+	known := true // every partition tells its key and value bytes
 	for i, po := range parts {
 		f, ok := from[po.Partition]
 		if !ok {
@@ -122,6 +124,7 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, limit Limit) (Off
 		avail[i] = po.End - f
 		total += avail[i]
 		held += po.Bytes
+		known = known && po.BytesKnown()
 	}
 	max := limit.Units
 	take := make([]int64, len(parts))
@@ -140,8 +143,10 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, limit Limit) (Off
 			}
 		}
 	}
-	// Everything the partitions hold fits: no need to look at sizes.
-	if limit.Bytes > 0 && held > limit.Bytes {
+	// Everything the partitions hold fits: no need to look at sizes. Only
+	// a Log that counts the bytes exactly (the embedded one) says so; on
+	// Kafka they are unknown (compressed batches), and the sizes decide.
+	if limit.Bytes > 0 && (!known || held > limit.Bytes) {
 		if err := s.capBytes(ctx, parts, from, take, limit.Bytes); err != nil {
 			return "", 0, err
 		}
