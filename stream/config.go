@@ -106,6 +106,13 @@ type Config struct {
 	// Logger receives one line per batch and loud lines on query-id changes
 	// (slog.Default() when nil).
 	Logger *slog.Logger
+	// IntakeColumn, when set, names a microsecond timestamp column of the
+	// input holding when the appliance took each record in (silver:
+	// bronze's broker_ts). Each input row's age when its batch's commit
+	// returned is reported as Progress.Intake: the appliance's own delay,
+	// whatever time the events themselves carry (a replay of old events
+	// does not read as old).
+	IntakeColumn string
 	// OnBatch, when set, is called with each batch's progress after its
 	// commit entry is durable, on the query's goroutine: it must not block
 	// (the appliance's metrics and health read it).

@@ -38,6 +38,10 @@ type Progress struct {
 	// is their age when the commit returned (kept in memory only).
 	Newest  time.Time  `json:"newest,omitzero"`
 	Latency *Histogram `json:"-"`
+	// Intake is, for each input row, the commit's return time minus the
+	// row's Config.IntakeColumn (nil without one, or when the batch
+	// committed nothing; kept in memory only).
+	Intake *Histogram `json:"-"`
 	// Stats are the Processor's counters (zero for bronze).
 	Stats ProcessStats `json:"stats"`
 	// QueryIDChanges counts the query-id changes this run detected at start

@@ -54,6 +54,8 @@ type Query struct {
 	// unfenced: the next planned batch starts fresh, not where the sink's
 	// last batch ended (a lost checkpoint, StartFresh): Batch.Unfenced.
 	unfenced bool
+	// intakeBuf holds the batch's Config.IntakeColumn values, reused.
+	intakeBuf []int64
 }
 
 // New builds a query. proc may be nil (input goes to the sink unchanged);
@@ -291,6 +293,12 @@ func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error 
 	if err != nil {
 		return err
 	}
+	// The processor takes over in: the intake times are read before it.
+	var intake []int64
+	if q.cfg.IntakeColumn != "" {
+		q.intakeBuf = timesOf(in, q.cfg.IntakeColumn, q.intakeBuf[:0])
+		intake = q.intakeBuf
+	}
 	t1 := time.Now()
 	rows, err := q.processBatch(ctx, b, in, &p)
 	if err != nil {
@@ -311,6 +319,9 @@ func (q *Query) runBatch(ctx context.Context, e OffsetEntry, replay bool) error 
 	p.Commit = time.Since(t2)
 	p.Committed, p.SnapshotID = res.Committed, res.SnapshotID
 	p.Newest, p.Latency = res.Newest, res.Latency
+	if res.Committed {
+		p.Intake = agesAt(intake, time.Now())
+	}
 	if lag, err := q.src.Lag(ctx, b.End); err == nil {
 		p.Lag = lag
 	}

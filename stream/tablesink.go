@@ -77,6 +77,20 @@ func ages(rows []arrow.RecordBatch, name string, now time.Time) (time.Time, *His
 	var newest int64
 	var h Histogram
 	nowUs := now.UnixMicro()
+	eachTime(rows, name, func(us int64) {
+		newest = max(newest, us)
+		h.Observe(float64(nowUs-us) / 1e6)
+	})
+	if h.Count() == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMicro(newest).UTC(), &h
+}
+
+// eachTime calls fn with each non-null value, in microseconds, of the
+// column name of rows (none when it is absent or not a microsecond
+// timestamp).
+func eachTime(rows []arrow.RecordBatch, name string, fn func(us int64)) {
 	for _, r := range rows {
 		idx := r.Schema().FieldIndices(name)
 		if len(idx) != 1 {
@@ -87,18 +101,31 @@ func ages(rows []arrow.RecordBatch, name string, now time.Time) (time.Time, *His
 			continue
 		}
 		for i := 0; i < col.Len(); i++ {
-			if col.IsNull(i) {
-				continue
+			if !col.IsNull(i) {
+				fn(int64(col.Value(i)))
 			}
-			us := int64(col.Value(i))
-			newest = max(newest, us)
-			h.Observe(float64(nowUs-us) / 1e6)
 		}
 	}
-	if h.Count() == 0 {
-		return time.Time{}, nil
+}
+
+// timesOf appends to dst the values eachTime gives.
+func timesOf(rows []arrow.RecordBatch, name string, dst []int64) []int64 {
+	eachTime(rows, name, func(us int64) { dst = append(dst, us) })
+	return dst
+}
+
+// agesAt is the histogram of now minus each time (microseconds), or nil
+// for none.
+func agesAt(us []int64, now time.Time) *Histogram {
+	if len(us) == 0 {
+		return nil
 	}
-	return time.UnixMicro(newest).UTC(), &h
+	var h Histogram
+	nowUs := now.UnixMicro()
+	for _, u := range us {
+		h.Observe(float64(nowUs-u) / 1e6)
+	}
+	return &h
 }
 
 // LastCommitted implements Sink. The query id comes from the marker; a

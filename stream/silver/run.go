@@ -16,6 +16,9 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 	if cfg.Name == "" {
 		cfg.Name = QueryName
 	}
+	if cfg.IntakeColumn == "" {
+		cfg.IntakeColumn = "broker_ts" // bronze's: when the appliance took the event in
+	}
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, nil, fmt.Errorf("new silver query: %w", err)
@@ -28,7 +31,7 @@ func NewQuery(lake *table.Lake, cfg stream.Config, scfg Config) (*stream.Query, 
 	proc := NewProcessor(scfg)
 	proc.f.lake, proc.f.query = lake, cfg.Name
 	sink := lakeio.NewSink(lake, table.SilverEdits, proc.Props)
-	sink.TimeColumn = "intake_time" // freshness: commit time minus when Wikimedia took the event in
+	sink.TimeColumn = "intake_time" // event time: commit time minus when Wikimedia took the event in
 	q, err := stream.New(cfg, lakeio.NewSource(lake, table.Bronze), proc, sink, stream.NewTableProgress(lake))
 	if err != nil {
 		return nil, nil, fmt.Errorf("new silver query: %w", err)
