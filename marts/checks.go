@@ -236,19 +236,49 @@ func (m *Marts) checkGoldReconciles(ctx context.Context, d *duck) (Check, error)
 // their broker_ts statistics.
 const freshWindow = 2 * time.Minute
 
+// defaultFreshRows bounds the same rows by count: only the newest
+// defaultFreshRows offsets of each partition are parsed. Appends come
+// much denser than the stream when ingest catches up after a stop (or the
+// demo builds a lake): a month of history appended within minutes put
+// half of bronze in the window, and the first check after a restart
+// parsed millions of raw events. The check looks for the newest edit,
+// and a partition's newest appends hold it whenever edits flow: at the
+// stream's rate the whole window is about 1,000 events a partition, at
+// 600 events a second about 18,000, whose newest 10,000 still hold it.
+const defaultFreshRows = 10_000
+
 // checkSilverFresh: the newest committed silver event time is within
 // MaxSilverLag of the newest edit or new-page event time among the bronze
-// rows received in the last freshWindow (of bronze's newest broker time).
+// rows received in the last freshWindow (of bronze's newest broker time),
+// at most the newest freshRows offsets of each partition.
 func (m *Marts) checkSilverFresh(ctx context.Context, d *duck) (Check, error) {
 	c := Check{Name: CheckSilverFresh, Asset: table.SilverEdits, Expected: int64(m.cfg.MaxSilverLag / time.Second)}
 	var bronzeMax, silverMax, newestBroker sql.NullTime
 	var bronzeEdits, silverRows int64
-	if err := d.db.QueryRowContext(ctx, `SELECT max(broker_ts) FROM bronze.recentchange`).Scan(&newestBroker); err != nil {
+	var lowestMax sql.NullInt64 // the smallest of the partitions' newest offsets
+	if m.bronzeFloor.ok {
+		// From bronze's marker: the newest broker time is then that of a
+		// partition's newest row, above the floor, and only the row groups
+		// there are read. Scanning every row for the two maxima cost more
+		// with every day of history (a cold restart read all of bronze's
+		// broker_ts and offsets).
+		lowestMax = sql.NullInt64{Int64: m.bronzeFloor.offset, Valid: true}
+		if err := d.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT max(broker_ts) FROM bronze.recentchange WHERE broker_offset > %d`,
+			m.bronzeFloor.offset-m.cfg.freshRows)).Scan(&newestBroker); err != nil {
+			return Check{}, fmt.Errorf("newest bronze row: %w", err)
+		}
+	} else if err := d.db.QueryRowContext(ctx, `SELECT (SELECT max(broker_ts) FROM bronze.recentchange),
+		(SELECT min(mx) FROM (SELECT max(broker_offset) AS mx FROM bronze.recentchange GROUP BY broker_partition))`).Scan(&newestBroker, &lowestMax); err != nil {
 		return Check{}, fmt.Errorf("newest bronze row: %w", err)
 	}
 	from := time.Unix(0, 0)
 	if newestBroker.Valid {
 		from = newestBroker.Time.Add(-freshWindow)
+	}
+	// Every partition keeps at least its newest freshRows offsets.
+	fromOffset := int64(-1)
+	if lowestMax.Valid {
+		fromOffset = lowestMax.Int64 - m.cfg.freshRows
 	}
 	// The cutoff is a literal so the Parquet scan can skip older row groups.
 	// One streaming aggregate: each value is parsed once (one
@@ -260,8 +290,8 @@ func (m *Marts) checkSilverFresh(ctx context.Context, d *duck) (Check, error) {
 		SELECT max(to_timestamp(try_cast(f[2] AS BIGINT))) FILTER (WHERE f[1] IN ('edit', 'new') AND coalesce(f[3], '') <> 'canary'),
 		       count(*) FILTER (WHERE f[1] IN ('edit', 'new') AND coalesce(f[3], '') <> 'canary')
 		FROM (SELECT CASE WHEN json_valid(value) THEN json_extract_string(value, ['$.type', '$.timestamp', '$.meta.domain']) END AS f
-		      FROM bronze.recentchange WHERE broker_ts >= TIMESTAMPTZ '%s')`,
-		from.UTC().Format("2006-01-02 15:04:05.999999+00"))).Scan(&bronzeMax, &bronzeEdits)
+		      FROM bronze.recentchange WHERE broker_ts >= TIMESTAMPTZ '%s' AND broker_offset > %d)`,
+		from.UTC().Format("2006-01-02 15:04:05.999999+00"), fromOffset)).Scan(&bronzeMax, &bronzeEdits)
 	if err != nil {
 		return Check{}, fmt.Errorf("newest bronze event time: %w", err)
 	}
@@ -269,7 +299,7 @@ func (m *Marts) checkSilverFresh(ctx context.Context, d *duck) (Check, error) {
 		return Check{}, fmt.Errorf("newest silver event time: %w", err)
 	}
 	c.Numbers = map[string]int64{"bronze_recent_edit_events": bronzeEdits, "silver_recent_rows": silverRows,
-		"max_lag_s": c.Expected, "window_s": int64(freshWindow / time.Second)}
+		"max_lag_s": c.Expected, "window_s": int64(freshWindow / time.Second), "window_rows": m.cfg.freshRows}
 	if bronzeMax.Valid {
 		c.Numbers["bronze_newest_unix"] = bronzeMax.Time.Unix()
 	}

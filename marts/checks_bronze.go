@@ -2,6 +2,7 @@ package marts
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -140,6 +141,7 @@ func (m *Marts) heldIn(parts map[int]broker.PartitionOffsets) heldFunc {
 // would be copied at every refresh otherwise. The whole list is kept in
 // m.bronzeAll for a check that has to count every row again.
 func (m *Marts) attachBronze(ctx context.Context, d *duck) (int64, error) {
+	m.bronzeFloor.offset, m.bronzeFloor.ok = m.readBronzeFloor(ctx)
 	f, err := m.lake.DataFilesWithRange(ctx, table.Bronze, "broker_offset")
 	if err != nil {
 		return 0, fmt.Errorf("plan %s: %w", table.Bronze, err)
@@ -161,6 +163,32 @@ func (m *Marts) attachBronze(ctx context.Context, d *duck) (int64, error) {
 		m.bronzeAll = &f
 	}
 	return f.SnapshotID, d.attach(ctx, table.Bronze, view)
+}
+
+// bronzeQuery is the stream query that lands bronze; its marker holds the
+// end offset of every partition bronze has committed.
+const bronzeQuery = "bronze"
+
+// readBronzeFloor returns the smallest of the partitions' newest offsets
+// in bronze's marker (partitions holding none left out). Read before the
+// files are planned, it is at or below each partition's newest offset in
+// them, so a scan from it down never misses a partition's newest rows.
+func (m *Marts) readBronzeFloor(ctx context.Context) (int64, bool) {
+	mk, ok, err := m.lake.LastCommitted(ctx, table.Bronze, bronzeQuery)
+	if err != nil || !ok {
+		return 0, false
+	}
+	var ends map[string]int64
+	if json.Unmarshal([]byte(mk.Offsets), &ends) != nil {
+		return 0, false
+	}
+	floor, any := int64(0), false
+	for _, end := range ends {
+		if end > 0 && (!any || end-1 < floor) {
+			floor, any = end-1, true
+		}
+	}
+	return floor, any
 }
 
 // attachAllBronze attaches every bronze file if attachBronze left some out.

@@ -32,16 +32,17 @@ func (m *Marts) attachUnseen(ctx context.Context, d *duck, sc scope, inDays stri
 		// silver table since created again tell nothing.
 		seen = nil
 	}
-	unseen := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return !seen.has(p) })
-	covered := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return seen.has(p) })
+	key := m.fileKey()
+	unseen := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return !seen.has(key(p)) })
+	covered := keepFiles(sc.editFiles, func(p string, _ table.TimeBounds) bool { return seen.has(key(p)) })
 	pending := &seenFiles{table: sc.allEdits.TableUUID, files: make(map[uint64]bool, len(sc.allEdits.Paths))}
 	for _, p := range sc.allEdits.Paths {
-		if seen.has(p) {
-			pending.files[pathKey(p)] = true
+		if seen.has(key(p)) {
+			pending.files[pathKey(key(p))] = true
 		}
 	}
 	for _, p := range sc.editFiles.Paths {
-		pending.files[pathKey(p)] = true
+		pending.files[pathKey(key(p))] = true
 	}
 	m.idsPending = pending
 	if err := d.attachWhere(ctx, table.SilverEdits+"_new", unseen, inDays); err != nil {

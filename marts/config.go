@@ -128,6 +128,9 @@ type Config struct {
 	// hotMaxCandidates bounds the pages hot_pages prunes its input to
 	// (defaultHotMaxCandidates when 0; negative: never prune, for tests).
 	hotMaxCandidates int
+	// freshRows bounds the bronze rows of each partition the freshness
+	// check parses (defaultFreshRows when 0).
+	freshRows int64
 	// MaxSilverLag is the freshness check's limit.
 	MaxSilverLag time.Duration
 	// Topic is the broker topic the offsets check compares bronze with.
@@ -186,6 +189,13 @@ type Marts struct {
 	// the view holds them all).
 	bronzeAll   *table.Files
 	bronzeTable string
+	// bronzeFloor is the smallest of the partitions' newest offsets in
+	// bronze's marker, read by attachBronze before it planned the files
+	// (under mu; ok false: the marker said nothing usable).
+	bronzeFloor struct {
+		offset int64
+		ok     bool
+	}
 	// idsSeen holds the silver.edits files whose ids the last passing
 	// uniqueness check covered, idsPending those it will have covered if
 	// it passes (under mu; nil: none).
@@ -232,6 +242,9 @@ func newMarts(lake lakeAPI, log broker.Log, cfg Config) *Marts {
 	}
 	if cfg.hotMaxCandidates == 0 {
 		cfg.hotMaxCandidates = defaultHotMaxCandidates
+	}
+	if cfg.freshRows <= 0 {
+		cfg.freshRows = defaultFreshRows
 	}
 	if cfg.MaxSilverLag <= 0 {
 		cfg.MaxSilverLag = DefaultMaxSilverLag

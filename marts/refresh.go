@@ -250,7 +250,7 @@ func (m *Marts) attachInputs(ctx context.Context, d *duck, gold map[string]table
 		}
 		prev[mt.ident], why[mt.ident] = previousPrints(gold[mt.ident], input, in, unitOf(mt))
 	}
-	sc := planScope(prev, why, edits, sessions)
+	sc := planScope(prev, why, edits, sessions, m.fileKey())
 	inDays := unitFilter("event_time", sc.days, unitDay)
 	if err := d.attachWhere(ctx, table.SilverEdits, sc.editFiles, inDays); err != nil {
 		return sc, err

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -137,14 +136,6 @@ func TestQueryMemoryAndTime(t *testing.T) {
 // fuzzSession is one sandboxed session over a small lake, shared by the
 // fuzz target's executions (a session per input would cost more than the
 // input).
-var fuzzSession struct {
-	once    sync.Once
-	d       *duck
-	dirs    []string
-	before  map[string][32]byte
-	initErr error
-}
-
 // FuzzQuerySandbox: whatever statement runs in the sandbox, no file is
 // created or changed outside the query's temporary directory: the data
 // directory, a scratch directory and the working directory (where a
@@ -157,45 +148,42 @@ func FuzzQuerySandbox(f *testing.F) {
 		"CALL checkpoint()", "SELECT * FROM glob('*')", "FROM bronze.recentchange"} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, sql string) {
-		s := &fuzzSession
-		s.once.Do(func() {
-			lake, _ := fixtureLakeWith(t, table.Config{Dir: dir})
-			ctx := context.Background()
-			d, err := openLakeDuck(ctx, lake, duckLimits{MemoryLimit: "64MB", TempDir: filepath.Join(tmp, "duckdb")})
-			if err == nil {
-				for _, id := range []string{table.Bronze, table.SilverEdits} {
-					f, ferr := lake.DataFiles(ctx, id)
-					if err = ferr; err == nil {
-						err = d.attach(ctx, id, f)
-					}
-					if err != nil {
-						break
-					}
-				}
-			}
-			if err == nil {
-				err = d.lockDown(ctx, []string{"bronze", "silver"})
-			}
-			s.d, s.dirs, s.initErr = d, []string{dir, scratch, "."}, err
-			if err == nil {
-				s.before = tree(t, s.dirs...)
-			}
-		})
-		if s.initErr != nil {
-			t.Fatal(s.initErr)
+	// The lake and the session belong to f, not to the first input's t:
+	// closing the lake when one input ends would change the tree the
+	// next input is compared with.
+	lake, _ := fixtureLakeWith(f, table.Config{Dir: dir})
+	ctx := context.Background()
+	d, err := openLakeDuck(ctx, lake, duckLimits{MemoryLimit: "64MB", TempDir: filepath.Join(tmp, "duckdb")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { d.Close() })
+	for _, id := range []string{table.Bronze, table.SilverEdits} {
+		files, err := lake.DataFiles(ctx, id)
+		if err == nil {
+			err = d.attach(ctx, id, files)
 		}
+		if err != nil {
+			f.Fatal(err)
+		}
+	}
+	if err := d.lockDown(ctx, []string{"bronze", "silver"}); err != nil {
+		f.Fatal(err)
+	}
+	dirs := []string{dir, scratch, "."}
+	before := tree(f, dirs...)
+	f.Fuzz(func(t *testing.T, sql string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		if checkReadOnly(ctx, s.d, sql) == nil {
-			if rows, err := s.d.db.QueryContext(ctx, sql); err == nil {
+		if checkReadOnly(ctx, d, sql) == nil {
+			if rows, err := d.db.QueryContext(ctx, sql); err == nil {
 				for rows.Next() {
 				}
 				rows.Close()
 			}
 		}
-		if after := tree(t, s.dirs...); !maps.Equal(s.before, after) {
-			t.Fatalf("after %q files changed: %d before, %d after", sql, len(s.before), len(after))
+		if after := tree(t, dirs...); !maps.Equal(before, after) {
+			t.Fatalf("after %q files changed: %d before, %d after", sql, len(before), len(after))
 		}
 	})
 }

@@ -45,9 +45,10 @@ const (
 // prints is the fingerprint of each unit a table's files cover.
 type prints map[int64]uint64
 
-// fingerprints hashes each file into every unit its bounds overlap. ok is
-// false when a file has no bounds (it cannot be placed in a unit).
-func fingerprints(f table.Files, unit time.Duration) (prints, bool) {
+// fingerprints hashes each file (by its key) into every unit its bounds
+// overlap. ok is false when a file has no bounds (it cannot be placed in a
+// unit).
+func fingerprints(f table.Files, unit time.Duration, key fileKey) (prints, bool) {
 	out := prints{}
 	for i, p := range f.Paths {
 		b := f.Bounds[i]
@@ -55,7 +56,7 @@ func fingerprints(f table.Files, unit time.Duration) (prints, bool) {
 			return nil, false
 		}
 		h := fnv.New64a()
-		fmt.Fprintf(h, "%s\x00%d", p, b.Rows)
+		fmt.Fprintf(h, "%s\x00%d", key(p), b.Rows)
 		sum := h.Sum64()
 		for u := b.Lower.UTC().Truncate(unit); !u.After(b.Upper); u = u.Add(unit) {
 			out[u.Unix()] ^= sum
@@ -156,12 +157,12 @@ func (sc scope) goldFilter(mt mart) string {
 // planScope compares the inputs with what each mart was built from (prev:
 // by mart, the fingerprints, or nil and why not). edits and sessions carry
 // bounds of event_time and session_start.
-func planScope(prev map[string]prints, why map[string]string, edits, sessions table.Files) scope {
+func planScope(prev map[string]prints, why map[string]string, edits, sessions table.Files, key fileKey) scope {
 	sc := scope{editFiles: edits, hourFiles: edits, sessFiles: sessions, allEdits: edits, recent: recentFiles(edits)}
 	var okE, okS, okH bool
-	sc.edits, okE = fingerprints(edits, unitDay)
-	sc.editHours, okH = fingerprints(edits, unitHour)
-	sc.sessions, okS = fingerprints(sessions, unitDay)
+	sc.edits, okE = fingerprints(edits, unitDay, key)
+	sc.editHours, okH = fingerprints(edits, unitHour, key)
+	sc.sessions, okS = fingerprints(sessions, unitDay, key)
 	sc.days = scopeOf(prev[TopEditorsDaily], why[TopEditorsDaily], sc.edits, okE)
 	sc.hours = scopeOf(prev[WikiActivityHourly], why[WikiActivityHourly], sc.editHours, okH)
 	sc.sessDays = scopeOf(prev[EditorSessionsDaily], why[EditorSessionsDaily], sc.sessions, okS)

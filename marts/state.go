@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"lakehouse/table"
@@ -143,15 +144,33 @@ func decodePrints(s string, unit time.Duration) (prints, error) {
 }
 
 // seenFiles is a set of data files of one table (by its UUID), each by
-// pathKey.
+// pathKey of its fileKey.
 type seenFiles struct {
 	table string
 	files map[uint64]bool
 }
 
-func (s *seenFiles) has(path string) bool { return s != nil && s.files[pathKey(path)] }
+// has reports whether the file whose fileKey is key is in the set.
+func (s *seenFiles) has(key string) bool { return s != nil && s.files[pathKey(key)] }
 
-// pathKey identifies a data file by its path: 64 bits of FNV-1a, a
+// fileKey names a data file in what the marts record (fingerprints, the
+// files the uniqueness check covered): the path relative to the warehouse,
+// not the path it is read from, so that a data directory restored from a
+// backup or moved (its files then resolve under the new warehouse) keeps
+// what it knew instead of rebuilding and recounting all of its history.
+type fileKey func(path string) string
+
+func (m *Marts) fileKey() fileKey {
+	root := strings.TrimSuffix(m.lake.Warehouse(), "/") + "/"
+	return func(p string) string {
+		if rel, ok := strings.CutPrefix(p, root); ok {
+			return rel
+		}
+		return p
+	}
+}
+
+// pathKey identifies a data file by its key: 64 bits of FNV-1a, a
 // collision among a lake's files being about as likely as n²/2^65.
 func pathKey(p string) uint64 {
 	h := fnv.New64a()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,45 +77,11 @@ func TestCheckedRoundTrip(t *testing.T) {
 // since; a record damaged or of a table created again costs a recount,
 // and every answer equals a rebuild's.
 func TestRestartRefreshesWhatChanged(t *testing.T) {
-	ctx := context.Background()
 	lake := openTestLake(t, t.TempDir())
-	log := &fakeLog{}
-	start := t0.Truncate(24 * time.Hour)
-	var silverBatch, bronzeBatch, next int64
-	add := func(day, n int) {
-		silverBatch++
-		var edits, bronze []row
-		for i := range n {
-			at := start.AddDate(0, 0, day).Add(time.Duration(i) * time.Minute)
-			id := fmt.Sprintf("e-%06d", next)
-			edits = append(edits, edit(id, at, fmt.Sprintf("wiki%d", i%3), "edit", fmt.Sprintf("P%d", i%11), fmt.Sprintf("U%d", i%7), false, int64(i)))
-			bronze = append(bronze, bronzeRow(0, next, "edit", at))
-			next++
-		}
-		commit(t, lake, table.SilverEdits, "silver", silverBatch, table.SilverEditsSchema, edits)
-		commit(t, lake, table.Bronze, "bronze", bronzeBatch, table.BronzeSchema, bronze)
-		bronzeBatch++
-		log.offsets = []broker.PartitionOffsets{{Partition: 0, Start: 0, End: next}}
-	}
+	h := &history{t: t, lake: lake, log: &fakeLog{}}
+	log, add, refresh, check := h.log, h.add, h.refresh, h.check
 	for d := range 5 {
 		add(d, 40)
-	}
-	refresh := func(name string, m *Marts) Report {
-		t.Helper()
-		rep, err := m.Refresh(ctx)
-		if err != nil || !rep.Passed() {
-			t.Fatalf("%s: %v %v", name, err, rep.Checks)
-		}
-		return rep
-	}
-	check := func(rep Report, name string) Check {
-		for _, c := range rep.Checks {
-			if c.Name == name {
-				return c
-			}
-		}
-		t.Fatalf("no check %s", name)
-		return Check{}
 	}
 	first := refresh("first process", New(lake, log, Config{Logger: quietLogger()}))
 	if first.Scope != "full (no record of what it was built from)" {
@@ -156,6 +124,87 @@ func TestRestartRefreshesWhatChanged(t *testing.T) {
 		t.Errorf("scope after a damaged hourly record: %q", rep.Scope)
 	}
 	assertEqualsRebuild(t, lake, log)
+}
+
+// TestMovedLakeKeepsWhatItKnew: a data directory moved (or restored from a
+// backup elsewhere), its files now read from other paths, keeps what its
+// marts and checks established: the first refresh after the move rebuilds
+// the one day that changed and its checks read only what was added.
+func TestMovedLakeKeepsWhatItKnew(t *testing.T) {
+	root := t.TempDir()
+	before, after := filepath.Join(root, "before"), filepath.Join(root, "after")
+	h := &history{t: t, lake: openTestLake(t, before), log: &fakeLog{}}
+	for d := range 4 {
+		h.add(d, 30)
+	}
+	h.refresh("before the move", New(h.lake, h.log, Config{Logger: quietLogger()}))
+	if err := h.lake.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(before, after); err != nil {
+		t.Fatal(err)
+	}
+	h.lake = openTestLake(t, after)
+	h.add(3, 7)
+	rep := h.refresh("after the move", New(h.lake, h.log, Config{Logger: quietLogger()}))
+	if rep.Scope != "1 edit days (1 hours), 0 session days" {
+		t.Errorf("first refresh after the move: scope %q, want the one day that changed", rep.Scope)
+	}
+	if c := h.check(rep, CheckBronzeOffsets); !strings.Contains(c.Message, "7 rows added since the last check") {
+		t.Errorf("offsets check after the move: %s; want the 7 new rows read", c.Message)
+	}
+	if c := h.check(rep, CheckSilverUnique); c.Numbers["rows_checked_new"] != 7 {
+		t.Errorf("uniqueness check after the move read %d rows of new files, want 7: %s", c.Numbers["rows_checked_new"], c.Message)
+	}
+	assertEqualsRebuild(t, h.lake, h.log)
+}
+
+// history writes days of edits to silver and their raw events to bronze,
+// one commit each, as the streams would, and refreshes.
+type history struct {
+	t                              *testing.T
+	lake                           *table.Lake
+	log                            *fakeLog
+	silverBatch, bronzeBatch, next int64
+}
+
+func (h *history) add(day, n int) {
+	t := h.t
+	t.Helper()
+	start := t0.Truncate(24 * time.Hour)
+	h.silverBatch++
+	var edits, bronze []row
+	for i := range n {
+		at := start.AddDate(0, 0, day).Add(time.Duration(i) * time.Minute)
+		id := fmt.Sprintf("e-%06d", h.next)
+		edits = append(edits, edit(id, at, fmt.Sprintf("wiki%d", i%3), "edit", fmt.Sprintf("P%d", i%11), fmt.Sprintf("U%d", i%7), false, int64(i)))
+		bronze = append(bronze, bronzeRow(0, h.next, "edit", at))
+		h.next++
+	}
+	commit(t, h.lake, table.SilverEdits, "silver", h.silverBatch, table.SilverEditsSchema, edits)
+	commit(t, h.lake, table.Bronze, "bronze", h.bronzeBatch, table.BronzeSchema, bronze)
+	h.bronzeBatch++
+	h.log.offsets = []broker.PartitionOffsets{{Partition: 0, Start: 0, End: h.next}}
+}
+
+func (h *history) refresh(name string, m *Marts) Report {
+	h.t.Helper()
+	rep, err := m.Refresh(context.Background())
+	if err != nil || !rep.Passed() {
+		h.t.Fatalf("%s: %v %v", name, err, rep.Checks)
+	}
+	return rep
+}
+
+func (h *history) check(rep Report, name string) Check {
+	h.t.Helper()
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	h.t.Fatalf("no check %s", name)
+	return Check{}
 }
 
 // assertEqualsRebuild: every gold mart equals what a rebuild over all of
