@@ -184,6 +184,43 @@ func (s *bronzeScan) offset(p int32, off int64) {
 	}
 }
 
+// settle re-reads the topic's ends after the scan: offsets bronze holds
+// beyond the ends read before it but below the new ones were appended and
+// committed while verify read, and are left out of its counts, as every
+// offset after the cut is; only those beyond the new ends are foreign.
+func (s *bronzeScan) settle(ctx context.Context, log broker.Log, topic string) error {
+	if !s.anyForeign() {
+		return nil
+	}
+	now, err := log.Offsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("read broker offsets again: %w", err)
+	}
+	for p, f := range s.foreign {
+		if p >= len(now) {
+			continue
+		}
+		for off, n := range f {
+			if off < now[p].End {
+				s.total -= int64(n)
+				s.rows[p] -= int64(n)
+				s.dups[p] -= int64(n - 1)
+				delete(f, off)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *bronzeScan) anyForeign() bool {
+	for _, f := range s.foreign {
+		if len(f) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // markerEnds is bronze's marker: the end offsets of its last committed
 // batch.
 func markerEnds(ctx context.Context, lake *table.Lake) (ends, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,8 +44,11 @@ func (r *Report) scanSilver(ctx context.Context, lake *table.Lake, exp Expect, h
 					r.LateIDs = append(r.LateIDs, strings.Clone(id))
 				}
 			}
-			if !bz.edits.has(sum) && len(extra) < maxListed {
-				extra[sum] = strings.Clone(id)
+			if !bz.edits.has(sum) {
+				r.extraCands = append(r.extraCands, sum)
+				if len(extra) < maxListed {
+					extra[sum] = strings.Clone(id)
+				}
 			}
 		}
 		bar.Add(rec.NumRows())
@@ -54,7 +59,9 @@ func (r *Report) scanSilver(ctx context.Context, lake *table.Lake, exp Expect, h
 	}
 	repeated, _ := ids.sortUniq()
 	r.Counts.SilverDistinct = int64(len(ids))
-	r.Counts.SilverExtra, _ = ids.minus(bz.edits, 0)
+	r.extraCands.sortUniq()
+	r.Counts.SilverExtra = int64(len(r.extraCands))
+	r.extraNames = extra
 	r.ExtraIDs = sortedNames(extra)
 	if len(repeated) > 0 {
 		if r.DuplicateIDs, err = namesOf(ctx, lake, h, repeated[:min(len(repeated), maxListed)]); err != nil {
@@ -89,39 +96,63 @@ func namesOf(ctx context.Context, lake *table.Lake, h idHasher, want []uint64) (
 	return sortedNames(names), nil
 }
 
+// silverPosition is how far silver had read bronze when verify looked.
+type silverPosition struct {
+	to      ends
+	read    bool   // false: silver has read nothing yet
+	unknown string // set when the position names no bronze append
+}
+
+// readSilverPosition reads silver's marker (before silver's rows are read).
+func readSilverPosition(ctx context.Context, lake *table.Lake) (silverPosition, error) {
+	to, read, err := silverReadTo(ctx, lake)
+	if errors.Is(err, errSilverPosition) {
+		return silverPosition{unknown: err.Error()}, nil
+	}
+	return silverPosition{to: to, read: read}, err
+}
+
 // complete is the second pass over bronze: it decides which edit/new ids
 // silver must hold and counts those it does not (missing). An id is
 // expected when some occurrence of it is in a bronze batch silver has read
 // and on time by onTime's bound; rows of bronze batches after the one
 // silver's marker names are pending, never missing.
-func (r *Report) complete(ctx context.Context, lake *table.Lake, exp Expect, h idHasher, bz *bronzeScan, silverIDs idSet, bar *progress.Reporter) error {
-	readTo, read, err := silverReadTo(ctx, lake)
-	if errors.Is(err, errSilverPosition) {
-		r.silverUnknown = err.Error()
+func (r *Report) complete(ctx context.Context, lake *table.Lake, exp Expect, h idHasher, bz *bronzeScan, silverIDs idSet, pos silverPosition, bar *progress.Reporter) error {
+	if pos.unknown != "" {
+		r.silverUnknown = pos.unknown
 		return nil
 	}
-	if err != nil {
-		return err
-	}
+	readTo, read := pos.to, pos.read
 	bar.SetNote("bronze against silver")
 	ot := newOnTime(bz.newest, exp.WatermarkDelay)
 	expected := make(idSet, 0, len(silverIDs))
 	missing := map[uint64]string{}
-	err = lake.ScanColumns(ctx, table.Bronze, bronzeCols, func(rec arrow.RecordBatch) error {
+	var found idSet // extra candidates this pass finds in bronze
+	err := lake.ScanColumns(ctx, table.Bronze, bronzeCols, func(rec arrow.RecordBatch) error {
 		rows, err := bronzeBatchOf(rec)
 		if err != nil {
 			return err
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
-			if end, ok := readTo[int(rows.part.Value(i))]; !read || !ok || rows.off.Value(i) >= end {
+			end, ok := readTo[int(rows.part.Value(i))]
+			pending := !read || !ok || rows.off.Value(i) >= end
+			if pending {
 				r.Counts.SilverPending++
-				continue
+				if len(r.extraCands) == 0 {
+					continue
+				}
 			}
 			e, ok := rows.edit(i, exp.MaxEventAhead)
-			if !ok || !ot.expected(rows.ingest(i), e.EventTime) {
+			if !ok {
 				continue
 			}
 			sum := h.sum(e.ID)
+			if len(r.extraCands) > 0 && r.extraCands.has(sum) {
+				found = append(found, sum)
+			}
+			if pending || !ot.expected(rows.ingest(i), e.EventTime) {
+				continue
+			}
 			expected = append(expected, sum)
 			if !silverIDs.has(sum) && len(missing) < maxListed {
 				missing[sum] = e.ID
@@ -132,6 +163,15 @@ func (r *Report) complete(ctx context.Context, lake *table.Lake, exp Expect, h i
 	})
 	if err != nil {
 		return fmt.Errorf("scan bronze against silver: %w", err)
+	}
+	// A silver id bronze's first pass lacked, found by this later pass,
+	// was committed to both while verify read: not extra.
+	if len(found) > 0 {
+		found.sortUniq()
+		r.extraCands = slices.DeleteFunc(r.extraCands, found.has)
+		r.Counts.SilverExtra = int64(len(r.extraCands))
+		maps.DeleteFunc(r.extraNames, func(h uint64, _ string) bool { return found.has(h) })
+		r.ExtraIDs = sortedNames(r.extraNames)
 	}
 	expected.sortUniq()
 	r.Counts.SilverExpected = int64(len(expected))

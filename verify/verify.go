@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"lakehouse/broker"
+	"lakehouse/internal/fault"
 	"lakehouse/internal/progress"
 	"lakehouse/internal/recentchange"
 	"lakehouse/table"
@@ -135,6 +136,11 @@ type Report struct {
 	ExtraIDs   []string `json:"extra_ids,omitempty"`
 
 	silverUnknown string // why silver could not be checked against bronze
+	// extraCands are the silver ids bronze's first pass lacked (sorted);
+	// the second pass drops those bronze committed meanwhile. extraNames
+	// holds the first maxListed of them by hash.
+	extraCands idSet
+	extraNames map[uint64]string
 }
 
 // OK reports whether every check passed.
@@ -181,6 +187,10 @@ var ErrFailed = errors.New("verify: checks failed")
 // While it reads bronze and silver it shows the rows read on show, out of
 // the tables' row counts in their metadata, once the reading has taken two
 // seconds (the zero Display: nowhere).
+// hookBetweenSilverReads is where a silver commit beside verify lands
+// between its two reads of silver (its position, then its rows).
+var hookBetweenSilverReads = fault.Register("verify.between-silver-reads", "verify read silver's position, not yet its rows")
+
 func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show progress.Display) (Report, error) {
 	if exp.Topic == "" {
 		exp.Topic = DefaultTopic
@@ -221,13 +231,26 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show
 	if err != nil {
 		return r, err
 	}
+	// Beside a running appliance the broker and the tables move while
+	// they are read: bronze may commit offsets appended after the broker's
+	// ends were read (not beyond the topic: later than this verify's cut).
+	if err := bz.settle(ctx, log, exp.Topic); err != nil {
+		return r, err
+	}
 	bz.counts(&r)
+	// Silver's position is read before its rows: the rows read later hold
+	// at least what that position covers, never less.
+	readTo, err := readSilverPosition(ctx, lake)
+	if err != nil {
+		return r, err
+	}
+	fault.Hit(hookBetweenSilverReads)
 	silverIDs, err := r.scanSilver(ctx, lake, exp, h, bz, bar)
 	if err != nil {
 		return r, err
 	}
 	bz.edits = nil // no longer needed: free it before the second pass
-	if err := r.complete(ctx, lake, exp, h, bz, silverIDs, bar); err != nil {
+	if err := r.complete(ctx, lake, exp, h, bz, silverIDs, readTo, bar); err != nil {
 		return r, err
 	}
 	bar.SetNote("bronze and silver")

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"lakehouse/broker"
+	"lakehouse/internal/fault"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
@@ -419,4 +420,95 @@ func TestStatusDrained(t *testing.T) {
 	if got := (Status{Queries: map[string]QueryStatus{"b": {Batch: 1, Lag: 2}, "a": {Batch: 0}}}).Lags(); got != "a batch 0 lag 0, b batch 1 lag 2" {
 		t.Fatalf("Lags: got %q", got)
 	}
+}
+
+// TestVerifyBesideACommittingAppliance: beside a running appliance, bronze
+// and silver commit while verify reads. A silver batch that lands between
+// verify's read of silver's position and of silver's rows (hook
+// verify.between-silver-reads), and bronze offsets committed after verify
+// read the broker's ends, are after verify's cut: nothing is missing,
+// nothing is beyond the topic, and what silver has not read is pending.
+func TestVerifyBesideACommittingAppliance(t *testing.T) {
+	f := newFixture(t, 1, 10)
+	var first, second [][2]int64
+	for off := int64(0); off < 10; off++ {
+		if off < 5 {
+			first = append(first, [2]int64{0, off})
+		} else {
+			second = append(second, [2]int64{0, off})
+		}
+	}
+	f.bronze(t, first)
+	f.silver(t, ids(first)...)
+	hit := false
+	fault.ArmFunc(hookBetweenSilverReads, 0, func(string) {
+		hit = true
+		f.bronze(t, second)         // bronze commits offsets 5-9
+		f.silver(t, ids(second)...) // and silver reads them
+	})
+	t.Cleanup(fault.Disarm)
+	r, err := Run(context.Background(), f.db, f.lake, NoExpectations(), progress.Display{})
+	if !hit {
+		t.Fatal("inconclusive: the hook between silver's reads was not reached")
+	}
+	if err != nil {
+		t.Fatalf("Run: %v\n%+v", err, r.Checks)
+	}
+	if c := r.Counts; c.SilverMissing != 0 || c.SilverExpected != 5 || c.SilverPending != 5 {
+		t.Fatalf("silver: got expected %d, missing %d, pending %d; want 5, 0, 5 (%s)", c.SilverExpected, c.SilverMissing, c.SilverPending, r.CountsJSON())
+	}
+}
+
+// TestVerifyBronzeAheadOfTheBrokerRead: offsets appended to the broker and
+// committed to bronze after verify read the broker's ends are not beyond
+// the broker; an offset beyond its ends still is.
+func TestVerifyBronzeAheadOfTheBrokerRead(t *testing.T) {
+	f := newFixture(t, 1, 5)
+	f.bronze(t, f.allOffsets(1))
+	f.silver(t, ids(f.allOffsets(1))...)
+	log := &growingLog{Log: f.db, f: f, t: t}
+	r, err := Run(context.Background(), log, f.lake, NoExpectations(), progress.Display{})
+	if log.reads < 2 {
+		t.Fatalf("inconclusive: the broker's offsets were read %d times", log.reads)
+	}
+	if err != nil {
+		t.Fatalf("Run: %v\n%+v", err, r.Checks)
+	}
+	if c := r.Counts; c.Bronze != 5 || c.BronzeDistinct != 5 || c.Broker != 5 {
+		t.Fatalf("got bronze %d (%d distinct), broker %d; want the 5 of verify's cut (%s)", c.Bronze, c.BronzeDistinct, c.Broker, r.CountsJSON())
+	}
+
+	// Offset 20 was never appended: beyond the broker whenever it is read.
+	f.bronze(t, [][2]int64{{0, 20}})
+	r, err = Run(context.Background(), f.db, f.lake, NoExpectations(), progress.Display{})
+	if !errors.Is(err, ErrFailed) || failedNames(r) != "bronze-offsets" {
+		t.Fatalf("an offset beyond the broker: got %v, failed %q; want bronze-offsets (%+v)", err, failedNames(r), r.Checks)
+	}
+}
+
+// growingLog appends five records and commits them to bronze right after
+// its first Offsets of the main topic returns: the broker and bronze move
+// between verify's reads.
+type growingLog struct {
+	broker.Log
+	f     *lakeFixture
+	t     *testing.T
+	reads int
+}
+
+func (g *growingLog) Offsets(ctx context.Context, topic string) ([]broker.PartitionOffsets, error) {
+	offs, err := g.Log.Offsets(ctx, topic)
+	if topic != DefaultTopic || err != nil {
+		return offs, err
+	}
+	g.reads++
+	if g.reads == 1 {
+		g.f.publish(g.t, 1, 5) // offsets 5-9
+		var pairs [][2]int64
+		for off := int64(5); off < 10; off++ {
+			pairs = append(pairs, [2]int64{0, off})
+		}
+		g.f.bronze(g.t, pairs)
+	}
+	return offs, err
 }
