@@ -2,11 +2,15 @@ package verify
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"lakehouse/broker"
 	"lakehouse/broker/kafka"
@@ -31,7 +35,6 @@ const (
 // returns a partition's records in offset order).
 type kafkaPartition struct {
 	offsets []int64 // data records, in offset order
-	sizes   []int64 // their key and value bytes
 }
 
 // readKafka reads every data record of topic from the cluster at url with
@@ -95,17 +98,16 @@ func readKafka(ctx context.Context, url, topic string, committed bool) (map[int3
 			}
 			kp := out[r.Partition]
 			kp.offsets = append(kp.offsets, r.Offset)
-			kp.sizes = append(kp.sizes, int64(len(r.Key)+len(r.Value)))
 		})
 	}
 	return out, nil
 }
 
 // abortedStats compares a read-uncommitted read with a read-committed one
-// of the same topic: the aborted records, and the most record bytes that
-// follow a partition's first aborted record (a reader starting there
-// needs more than one fetch of kafka.FetchBytes when that is larger).
-func abortedStats(all, committed map[int32]*kafkaPartition) (aborted, beyond int64) {
+// of the same topic: the aborted records, and each partition's first
+// aborted record's offset.
+func abortedStats(all, committed map[int32]*kafkaPartition) (aborted int64, first map[int32]int64) {
+	first = map[int32]int64{}
 	for p, kp := range all {
 		held := map[int64]bool{}
 		if c := committed[p]; c != nil {
@@ -113,25 +115,111 @@ func abortedStats(all, committed map[int32]*kafkaPartition) (aborted, beyond int
 				held[o] = true
 			}
 		}
-		first := -1
-		for i, o := range kp.offsets {
+		for _, o := range kp.offsets {
 			if !held[o] {
 				aborted++
-				if first < 0 {
-					first = i
+				if _, ok := first[p]; !ok {
+					first[p] = o
 				}
 			}
 		}
-		if first < 0 {
-			continue
-		}
-		var n int64
-		for _, s := range kp.sizes[first:] {
-			n += s
-		}
-		beyond = max(beyond, n)
 	}
-	return aborted, beyond
+	return aborted, first
+}
+
+// storedAfter returns the most bytes of record batches, as the brokers
+// keep them (compressed, with their framing), that a partition of topic
+// holds from its offset in from to its end: what a reader starting there
+// fetches, and what a fetch's limits count. It reads them with raw
+// read-uncommitted fetches from the partitions' leaders.
+func storedAfter(ctx context.Context, url, topic string, from map[int32]int64) (int64, error) {
+	if len(from) == 0 {
+		return 0, nil
+	}
+	cfg, err := kafka.ParseURL(url)
+	if err != nil {
+		return 0, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Seeds...))
+	if err != nil {
+		return 0, fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("kafka metadata of %s: %w", topic, err)
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil {
+		return 0, fmt.Errorf("kafka metadata of %s: %v", topic, td.Err)
+	}
+	var most int64
+	for p, off := range from {
+		pd, ok := td.Partitions[p]
+		if !ok || pd.Err != nil || pd.Leader < 0 {
+			return 0, fmt.Errorf("kafka metadata of %s/%d: no leader (%v)", topic, p, pd.Err)
+		}
+		n, err := batchBytesFrom(ctx, cl.Broker(int(pd.Leader)), td, p, off)
+		if err != nil {
+			return 0, fmt.Errorf("kafka: batches of %s/%d from %d: %w", topic, p, off, err)
+		}
+		most = max(most, n)
+	}
+	return most, nil
+}
+
+// batchBytesFrom sums the sizes of the record batches of td/p from the
+// one holding offset to the partition's high watermark, fetched from
+// leader 1 MiB at a time.
+func batchBytesFrom(ctx context.Context, leader *kgo.Broker, td kadm.TopicDetail, p int32, offset int64) (int64, error) {
+	var n int64
+	for pos := offset; ; {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxBytes, req.IsolationLevel, req.SessionEpoch = -1, 2<<20, 0, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = td.Topic, td.ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, pos, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		kresp, err := leader.Request(ctx, req)
+		if err != nil {
+			return 0, err
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return 0, err
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return 0, errors.New("no partition in the fetch response")
+		}
+		part := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
+			return 0, err
+		}
+		start := pos
+		for b := part.RecordBatches; len(b) >= 12; {
+			size := 12 + int(binary.BigEndian.Uint32(b[8:12])) // base offset, then length
+			if size > len(b) {
+				break // a batch cut by the response's limit
+			}
+			var batch kmsg.RecordBatch
+			if err := batch.ReadFrom(b[:size]); err != nil {
+				return 0, err
+			}
+			if last := batch.FirstOffset + int64(batch.LastOffsetDelta); last >= pos {
+				n += int64(size)
+				pos = last + 1
+			}
+			b = b[size:]
+		}
+		if pos >= part.HighWatermark {
+			return n, nil
+		}
+		if pos == start {
+			return 0, fmt.Errorf("no progress at %d (high watermark %d)", pos, part.HighWatermark)
+		}
+	}
 }
 
 // checkKafkaCommitted is the check "kafka-read-committed": the offsets the

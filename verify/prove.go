@@ -43,7 +43,7 @@ const (
 // ErrInconclusive means a kill landed where it proves nothing (before any
 // bronze commit, or after the whole backlog was committed), or a fault hook
 // did not fire: the run is neither a pass nor a fail of the claim.
-var ErrInconclusive = errors.New("prove: inconclusive")
+var ErrInconclusive = errors.New("inconclusive")
 
 // ProveConfig configures Prove. Zero fields take the Default* values.
 type ProveConfig struct {
@@ -96,8 +96,10 @@ type ProveConfig struct {
 	// and keys in the AWS_* variables.
 	S3 bool
 
-	Partitions           int
-	Trigger              time.Duration
+	Partitions int
+	Trigger    time.Duration
+	// MaxOffsetsPerTrigger caps bronze's batches; 0 sizes them to the
+	// backlog and the kills (sizeBatches), at most DefaultProveMaxOffset.
 	MaxOffsetsPerTrigger int
 	DrainTimeout         time.Duration
 
@@ -130,7 +132,6 @@ func (c *ProveConfig) fill() {
 	def(&c.Loops, DefaultLoops)
 	def(&c.Sample, DefaultSample)
 	def(&c.Partitions, 4)
-	def(&c.MaxOffsetsPerTrigger, DefaultProveMaxOffset)
 	if c.Violations < 0 {
 		c.Violations = 0
 	} else if c.Violations == 0 {
@@ -168,8 +169,9 @@ type ProveResult struct {
 	KilledAt []int64 // bronze rows committed at each kill (read from the table)
 	Hook     string  // the fault hook that made the first kill, if any
 	// Aborted is the records of the topic's aborted transactions after
-	// the IngestKills runs, and AbortedBeyond the most record bytes after
-	// a partition's first aborted record.
+	// the IngestKills runs, and AbortedBeyond the most bytes of record
+	// batches on the broker (compressed, as a fetch counts them) from a
+	// partition's first aborted record to its end.
 	Aborted       int64
 	AbortedBeyond int64
 	Expect        Expect
@@ -215,7 +217,7 @@ func (r ProveResult) Summary() string {
 		hook = " (first kill at fault hook " + r.Hook + ")"
 	}
 	if r.Aborted > 0 {
-		hook += fmt.Sprintf(" after ingest runs killed inside transactions (%s aborted records, up to %s of records after them)",
+		hook += fmt.Sprintf(" after ingest runs killed inside transactions (%s aborted records, up to %s of batches from them to the end)",
 			humanize.Count(r.Aborted), humanize.Bytes(r.AbortedBeyond))
 	}
 	return fmt.Sprintf("killed %d times%s with %s of %s events committed to bronze; after restart: broker %s, bronze %s (%s distinct offsets), silver %s (%s distinct ids), late in silver %d, DLQ %s, bronze commits %s: %s",
@@ -234,10 +236,10 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 	cfg.fill()
 	res := ProveResult{Seed: cfg.Seed}
 	if cfg.Launch == nil {
-		return res, errors.New("prove: no Launch function")
+		return res, errors.New("no Launch function")
 	}
 	if cfg.IngestKills > 0 && !cfg.Kafka {
-		return res, errors.New("prove: ingest kills need Kafka (the ingest role runs on a shared broker)")
+		return res, errors.New("ingest kills need Kafka (the ingest role runs on a shared broker)")
 	}
 	if err := freshDir(cfg.DataDir); err != nil {
 		return res, err
@@ -248,6 +250,9 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		return res, err
 	}
 	defer src.Close()
+	if err := sizeBatches(&cfg, res.Backlog); err != nil {
+		return res, err
+	}
 	lakeCfg := table.Config{Dir: cfg.DataDir}
 	if cfg.RESTCatalog {
 		uri, stop, err := serveRESTCatalog(cfg.DataDir)
@@ -330,6 +335,48 @@ func proveSource(cfg ProveConfig, res *ProveResult) (*replay.Server, string, err
 	return src, url, nil
 }
 
+// A kill lands at most two bronze batches past its target (see proveKill),
+// and the last one must leave some of the backlog uncommitted: a target
+// keeps three batches after it, so K kills fit a backlog of more than
+// 2K+1 batches, and sizeBatches gives them 2K+3.
+const batchesPerKill, batchesSpare = 2, 3
+
+// sizeBatches picks bronze's batch cap when none is set, so that the
+// backlog holds every kill asked for (a cap larger than a kill's share of
+// the backlog left the last kills nothing to land in), and refuses a set
+// cap too large for the kills.
+func sizeBatches(cfg *ProveConfig, backlog int64) error {
+	kills := int64(killCount(*cfg))
+	need := batchesPerKill*kills + batchesSpare
+	if cfg.MaxOffsetsPerTrigger <= 0 {
+		cfg.MaxOffsetsPerTrigger = int(max(1, min(DefaultProveMaxOffset, backlog/need)))
+		return nil
+	}
+	if len(cfg.KillFractions) == 0 && backlog <= (batchesPerKill*kills+1)*int64(cfg.MaxOffsetsPerTrigger) {
+		return fmt.Errorf("%d kills need a backlog of more than %d batches, and %d events are %d batches of %d: lower the batch cap (max-offsets-per-trigger) or raise the loops",
+			kills, batchesPerKill*kills+1, backlog, backlog/int64(cfg.MaxOffsetsPerTrigger), cfg.MaxOffsetsPerTrigger)
+	}
+	return nil
+}
+
+// aimKill is kill k's target (bronze rows): past where the kill before it
+// left bronze, and early enough that each kill after it still has room,
+// the last landing before the end of the backlog.
+func aimKill(cfg ProveConfig, res *ProveResult, k int, rng *rand.Rand) int64 {
+	batch := int64(cfg.MaxOffsetsPerTrigger)
+	left := int64(killCount(cfg) - k) // this kill and those after it
+	var prev int64
+	if n := len(res.KilledAt); n > 0 {
+		prev = res.KilledAt[n-1]
+	}
+	lo := prev + 1
+	hi := res.Backlog - batchesSpare*batch - batchesPerKill*batch*(left-1)
+	if hi <= lo {
+		return lo // too small a backlog (a cap set by hand): the kill check says so
+	}
+	return lo + rng.Int63n((hi-lo)/left+1)
+}
+
 // killFractions are the kill points: cfg.KillFractions, or increasing
 // random fractions of the backlog, one per kill.
 func killFractions(cfg ProveConfig, rng *rand.Rand) []float64 {
@@ -362,16 +409,17 @@ func proveKill(ctx context.Context, cfg ProveConfig, res *ProveResult, args []st
 		}
 		env = append(env, fmt.Sprintf("LAKEHOUSE_CRASH_AT=%s:%d", hook, skip))
 	}
-	target := int64(frac * float64(res.Backlog))
 	// The child kills itself in the batch after the one that brings bronze
 	// to target offsets, at a random moment of it (KillAtBronzeEnv): a
 	// capped batch of a flat-out backlog takes 10 to 20 ms, less than a
 	// status poll takes to answer on a loaded machine. The kill lands up to
 	// two batches after the target (the batch that reaches it, then the one
-	// it interrupts or, at the latest, follows), so a random target keeps
-	// three batches after it; a test's fractions are kept.
-	if last := res.Backlog - 3*int64(cfg.MaxOffsetsPerTrigger); len(cfg.KillFractions) == 0 && target > last && last > 0 {
-		target = last
+	// it interrupts or, at the latest, follows), so each target is aimed
+	// past the last kill with room for the kills after it (aimKill); a
+	// test's fractions are kept.
+	target := int64(frac * float64(res.Backlog))
+	if len(cfg.KillFractions) == 0 {
+		target = aimKill(cfg, res, k, rng)
 	}
 	if hook == "" && target > 0 {
 		env = append(env, fmt.Sprintf("%s=%d", KillAtBronzeEnv, res.offsetsAt(target)))
@@ -391,7 +439,7 @@ func proveKill(ctx context.Context, cfg ProveConfig, res *ProveResult, args []st
 		res.Hook = hook
 	} else {
 		fmt.Fprintf(out, "prove: run %d: kill when about %s of %s events are in bronze\n", k+1, humanize.Count(target), humanize.Count(res.Backlog))
-		bar := cfg.Progress.Start(progress.Task{Label: fmt.Sprintf("prove: run %d: bronze", k+1), Total: target, Unit: "events"})
+		bar := cfg.Progress.Start(progress.Task{Label: fmt.Sprintf("prove: run %d: bronze", k+1), Total: res.Backlog, Unit: "events"})
 		err := killAt(ctx, c, target, cfg.DrainTimeout, bar)
 		bar.Finish()
 		if err != nil {
@@ -619,11 +667,11 @@ func bronzeRows(ctx context.Context, lakeCfg table.Config) (int64, error) {
 
 func freshDir(dir string) error {
 	if dir == "" {
-		return errors.New("prove: no data directory")
+		return errors.New("no data directory")
 	}
 	entries, err := os.ReadDir(dir)
 	if err == nil && len(entries) > 0 {
-		return fmt.Errorf("prove: data directory %s is not empty (prove needs a fresh one)", dir)
+		return fmt.Errorf("data directory %s is not empty (prove needs a fresh one)", dir)
 	}
 	return os.MkdirAll(dir, 0o755)
 }

@@ -58,15 +58,19 @@ func proveIngestKills(ctx context.Context, cfg ProveConfig, res *ProveResult, ar
 	if err != nil {
 		return err
 	}
-	res.Aborted, res.AbortedBeyond = abortedStats(all, committed)
+	var first map[int32]int64
+	res.Aborted, first = abortedStats(all, committed)
+	if res.AbortedBeyond, err = storedAfter(ctx, cfg.brokerURL, DefaultTopic, first); err != nil {
+		return err
+	}
 	res.committed = map[int32][]int64{}
 	for p, kp := range committed {
 		res.committed[p] = kp.offsets
 	}
-	fmt.Fprintf(cfg.Out, "prove: Kafka holds %s aborted records in %s, up to %s of records after a partition's first (a fetch reads %s)\n",
+	fmt.Fprintf(cfg.Out, "prove: Kafka holds %s aborted records in %s, up to %s of batches on the broker from a partition's first (a fetch reads %s)\n",
 		humanize.Count(res.Aborted), DefaultTopic, humanize.Bytes(res.AbortedBeyond), humanize.Bytes(kafka.FetchBytes))
 	if res.Aborted == 0 || res.AbortedBeyond <= kafka.FetchBytes {
-		return fmt.Errorf("%w: the ingest kills left %d aborted records with at most %d bytes of records after them: no reader of the backlog needs more than one fetch to pass them (raise --loops)",
+		return fmt.Errorf("%w: the ingest kills left %d aborted records with at most %d bytes of batches from them to the end: no reader of the backlog needs more than one fetch to pass them (raise --loops)",
 			ErrInconclusive, res.Aborted, res.AbortedBeyond)
 	}
 	return nil
