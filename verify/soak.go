@@ -7,11 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
@@ -66,6 +69,13 @@ type SoakConfig struct {
 	// comment) to at least this many bytes: large events, still valid. The
 	// recording then defaults to at most DefaultSoakLargeRecording events.
 	EventBytes int `json:"event_bytes,omitempty"`
+	// S3 puts the appliance's warehouse on S3: an S3 endpoint this process
+	// serves on loopback (gofakes3, in memory), as `prove --warehouse s3`
+	// does. The soak then reports the appliance's object-store requests;
+	// the tables are not sampled (their metadata files are not on local
+	// disk), and silver's freshness is read from its rows after the soak
+	// (silverDelays).
+	S3 bool `json:"s3,omitempty"`
 	// ExtraArgs are appended to the appliance's `run` arguments.
 	ExtraArgs []string `json:"extra_args,omitempty"`
 	// DrainTimeout bounds the wait, after the last event is fed, for the
@@ -190,6 +200,9 @@ type SoakSample struct {
 	QueryErrs []string         `json:"query_errors,omitempty"`
 	// Queries' batch counts and duration sums since the appliance started.
 	Batches map[string]QueryStatus `json:"batches,omitempty"`
+	// ObjectStore is the requests the appliance sent to its S3 warehouse
+	// since it started (nil on local disk).
+	ObjectStore *table.ObjectStoreRequests `json:"object_store_requests,omitempty"`
 
 	// From the warehouse's metadata files.
 	Tables map[string]SoakTableSample `json:"tables"`
@@ -274,13 +287,28 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		return fail(err)
 	}
 	defer src.Close()
-	args := append([]string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0"}, cfg.ExtraArgs...)
-	cmd := cfg.Launch(args)
+	args := []string{"--data", cfg.DataDir, "--source", url, "--http", "127.0.0.1:0"}
+	lakeCfg := table.Config{Dir: cfg.DataDir}
+	var env []string
+	if cfg.S3 {
+		endpoint, stop, err := startS3()
+		if err != nil {
+			return fail(err)
+		}
+		defer stop() // after the verifier, which reads the warehouse
+		lakeCfg.Warehouse, lakeCfg.S3 = soakWarehouse, s3Config(endpoint)
+		args = append(args, "--warehouse", soakWarehouse)
+		env = s3Env(endpoint)
+	}
+	cmd := cfg.Launch(append(args, cfg.ExtraArgs...))
+	if env != nil {
+		cmd.Env = append(append(os.Environ(), cmd.Env...), env...)
+	}
 	c, err := startChild(ctx, cmd, cfg.LogPath)
 	if err != nil {
 		return fail(err)
 	}
-	s := &sampler{cfg: cfg, c: c, src: src, obs: table.Observer{Dir: filepath.Join(cfg.DataDir, "warehouse")},
+	s := &sampler{cfg: cfg, c: c, src: src, obs: table.Observer{Dir: filepath.Join(cfg.DataDir, "warehouse")}, noTables: cfg.S3,
 		tracked: map[string]*snapshotTracker{}, start: time.Now(), selfCPU0: selfCPUSeconds()}
 	if s.prev, err = readProc(c.cmd.Process.Pid); err != nil {
 		c.kill()
@@ -310,8 +338,11 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	if err := c.stop(2 * time.Minute); err != nil {
 		return fail(err)
 	}
-	return soakVerify(ctx, cfg, res)
+	return soakVerify(ctx, cfg, lakeCfg, res)
 }
+
+// soakWarehouse is an S3 soak's warehouse, in the bucket startS3 serves.
+const soakWarehouse = "s3://" + proveBucket + "/soak"
 
 // soakSource starts the replay server the soak feeds from and says what it
 // plays: the generated recording (padded to cfg.EventBytes), looped with
@@ -336,16 +367,21 @@ func soakSource(cfg SoakConfig) (*replay.Server, string, *replay.Feed, error) {
 
 // soakVerify runs the verifier on the stopped appliance's data directory
 // against what the replay sent, and completes res's summary.
-func soakVerify(ctx context.Context, cfg SoakConfig, res SoakResult) (SoakResult, error) {
+func soakVerify(ctx context.Context, cfg SoakConfig, lakeCfg table.Config, res SoakResult) (SoakResult, error) {
 	res.Expect = Expect{Messages: res.Replay.OnTime, Silver: res.Replay.OnTimeEditNew, DLQ: res.Replay.Violations}
 	var err error
-	res.Report, err = verifyDir(ctx, table.Config{Dir: cfg.DataDir}, argValue(cfg.ExtraArgs, "broker"), res.Expect, cfg.Progress)
+	res.Report, err = verifyDir(ctx, lakeCfg, argValue(cfg.ExtraArgs, "broker"), res.Expect, cfg.Progress)
 	res.Verified = err == nil || errors.Is(err, ErrFailed)
 	if err != nil && !res.Verified {
 		err = fmt.Errorf("verify: %w", err)
 		res.Err = err.Error()
 		res.Summary = summarize(&res)
 		return res, err
+	}
+	if cfg.S3 && len(res.fresh) == 0 {
+		if res.fresh, err = silverDelays(ctx, lakeCfg); err != nil {
+			fmt.Fprintf(cfg.Out, "soak: freshness from silver: %v\n", err)
+		}
 	}
 	res.Summary = summarize(&res)
 	if end, derr := dirBytes(cfg.DataDir); derr == nil {
@@ -356,6 +392,36 @@ func soakVerify(ctx context.Context, cfg SoakConfig, res SoakResult) (SoakResult
 	}
 	fmt.Fprintln(cfg.Out, "soak: "+res.Summary.Line())
 	return res, err
+}
+
+// silverDelays reads, for an S3 soak whose snapshots were not sampled,
+// every silver.edits row's processed_time minus its intake_time, seconds:
+// the delay to silver's batch, which its commit ends.
+func silverDelays(ctx context.Context, cfg table.Config) ([]float64, error) {
+	cfg.ReadOnly = true
+	lake, err := table.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer lake.Close()
+	var out []float64
+	err = lake.ScanColumns(ctx, table.SilverEdits, []string{"intake_time", "processed_time"}, func(rec arrow.RecordBatch) error {
+		in, inUnit, err := timeColumn(rec, "intake_time")
+		if err != nil {
+			return err
+		}
+		pr, prUnit, err := timeColumn(rec, "processed_time")
+		if err != nil {
+			return err
+		}
+		for i := range int(rec.NumRows()) {
+			if !in.IsNull(i) && !pr.IsNull(i) {
+				out = append(out, pr.Value(i).ToTime(prUnit).Sub(in.Value(i).ToTime(inUnit)).Seconds())
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // progressLine is one plain line per sample: elapsed, sent, memory, CPU,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lakehouse/internal/humanize"
+	"lakehouse/table"
 )
 
 // SoakSummary is the soak's verdict on the appliance's footprint. Memory
@@ -61,6 +62,19 @@ type SoakSummary struct {
 	LargestMetadataBytes int64              `json:"largest_metadata_bytes"`
 	LargestMetadataTable string             `json:"largest_metadata_table"`
 	MissedSnapshots      int                `json:"missed_snapshots"` // committed and expired between two samples
+
+	// ObjectStore (an S3 soak) is the requests the appliance counted from
+	// the first sample after the warm-up to the last while feeding, over
+	// ObjectStoreSeconds and ObjectStoreEvents; the rates are of the same
+	// window: per event, and per day at the soak's rate (the real
+	// stream's, bursts included), in requests and in USD at S3 Standard's
+	// list prices.
+	ObjectStore        *table.ObjectStoreRequests `json:"object_store_requests,omitempty"`
+	ObjectStoreSeconds float64                    `json:"object_store_s,omitempty"`
+	ObjectStoreEvents  int64                      `json:"object_store_events,omitempty"`
+	RequestsPerEvent   float64                    `json:"requests_per_event,omitempty"`
+	RequestsPerDay     float64                    `json:"requests_per_day,omitempty"`
+	RequestUSDPerDay   float64                    `json:"request_usd_per_day,omitempty"`
 
 	WriteBytes         int64   `json:"write_bytes"` // write_bytes - cancelled_write_bytes while feeding
 	WriteBytesPerEvent float64 `json:"write_bytes_per_event"`
@@ -201,6 +215,7 @@ func summarize(res *SoakResult) SoakSummary {
 
 	summarizeFreshness(&sum, res.fresh)
 	summarizeTables(&sum, res.Samples)
+	summarizeObjectStore(&sum, feeding)
 	c := res.Report.Counts
 	sum.Verified = res.Verified
 	sum.Silver, sum.ExpectedSilver = c.Silver, res.Expect.Silver
@@ -209,6 +224,40 @@ func summarize(res *SoakResult) SoakSummary {
 	sum.FailedChecks = res.Report.FailedNames()
 	sum.EverythingInSilver = res.Verified && c.Silver == res.Expect.Silver && c.SilverDistinct == res.Expect.Silver
 	return sum
+}
+
+// summarizeObjectStore fills the object-store figures from the samples
+// while feeding that carry a count: the window starts at the first one
+// after the warm-up (the appliance's start, creating its tables, is not
+// the steady state a day is made of), or the first one at all.
+func summarizeObjectStore(sum *SoakSummary, feeding []SoakSample) {
+	var counted []SoakSample
+	for _, s := range feeding {
+		if s.ObjectStore != nil {
+			counted = append(counted, s)
+		}
+	}
+	if len(counted) < 2 {
+		return
+	}
+	first, last := counted[0], counted[len(counted)-1]
+	for _, s := range counted[:len(counted)-1] {
+		if s.Elapsed >= sum.WarmupSeconds {
+			first = s
+			break
+		}
+	}
+	secs := last.Elapsed - first.Elapsed
+	if secs <= 0 {
+		return
+	}
+	d := last.ObjectStore.Sub(*first.ObjectStore)
+	sum.ObjectStore, sum.ObjectStoreSeconds, sum.ObjectStoreEvents = &d, secs, last.Sent-first.Sent
+	if sum.ObjectStoreEvents > 0 {
+		sum.RequestsPerEvent = float64(d.Total()) / float64(sum.ObjectStoreEvents)
+	}
+	sum.RequestsPerDay = float64(d.Total()) / secs * 86400
+	sum.RequestUSDPerDay = d.USD() / secs * 86400
 }
 
 // summarizePeaks fills the peak memory (after warm-up, and the high-water
@@ -285,11 +334,15 @@ func (s SoakSummary) Line() string {
 			humanize.Count(s.Silver), humanize.Count(s.ExpectedSilver), humanize.Count(s.Broker), humanize.Count(s.ExpectedBroker),
 			humanize.Count(s.DLQ), humanize.Count(s.ExpectedDLQ))
 	}
-	return fmt.Sprintf("%s at %.1f ev/s mean (peak %.0f/s), %s events; peak RSS %.0f MiB (anon %.0f) after %s warm-up, %.0f MiB over the whole run (VmHWM); "+
+	s3 := ""
+	if s.ObjectStore != nil {
+		s3 = fmt.Sprintf("object-store requests %.3f per event, %s per day, %.2f USD per day; ", s.RequestsPerEvent, humanize.Count(int64(s.RequestsPerDay)), s.RequestUSDPerDay)
+	}
+	return fmt.Sprintf("%s at %.1f ev/s mean (peak %.0f/s), %s events; %speak RSS %.0f MiB (anon %.0f) after %s warm-up, %.0f MiB over the whole run (VmHWM); "+
 		"second half: RSS %+.0f MiB/h, anon %+.0f MiB/h, heap in use %+.0f MiB/h, live heap %+.0f MiB/h; CPU %.0f %% of a core; "+
 		"freshness p50 %.2f s, p95 %.2f s, p99 %.2f s (%s rows); max snapshots: %s; missed snapshots %d; largest metadata.json %s (%s); "+
 		"written %s per event, %.1f GB/day; data dir %s, %+.1f GB/day; every event in silver: %s",
-		time.Duration(s.DurationSeconds*float64(time.Second)).Round(time.Second), s.MeanRate, s.PeakRate, humanize.Count(s.Events),
+		time.Duration(s.DurationSeconds*float64(time.Second)).Round(time.Second), s.MeanRate, s.PeakRate, humanize.Count(s.Events), s3,
 		s.PeakRSSMiB, s.PeakAnonMiB, time.Duration(s.WarmupSeconds*float64(time.Second)), s.PeakHWMMiB,
 		s.RSSSlopeMiBPerHour, s.AnonSlopeMiBPerHour, s.HeapSlopeMiBPerHour, s.LiveSlopeMiBPerHour, s.MeanCPUPercent,
 		s.FreshP50, s.FreshP95, s.FreshP99, humanize.Count(s.FreshRows), strings.Join(snaps, ", "), s.MissedSnapshots,

@@ -21,6 +21,9 @@ type sampler struct {
 	c   *child
 	src *replay.Server
 	obs table.Observer
+	// noTables: the warehouse is not on local disk (an S3 soak), so the
+	// observer has nothing to read.
+	noTables bool
 
 	start    time.Time
 	selfCPU0 float64
@@ -151,7 +154,10 @@ func (s *sampler) take(ctx context.Context, feeding bool) {
 	s.sampleProc(&smp, now, errf)
 	s.prevAt, s.prevSent = now, smp.Sent
 	s.sampleStatus(ctx, &smp, errf)
-	window := s.sampleTables(ctx, &smp, errf)
+	var window []float64
+	if !s.noTables {
+		window = s.sampleTables(ctx, &smp, errf)
+	}
 	s.fresh = append(s.fresh, window...)
 	slices.Sort(window)
 	smp.FreshRows = len(window)
@@ -199,6 +205,7 @@ func (s *sampler) sampleStatus(ctx context.Context, smp *SoakSample, errf func(s
 		return
 	}
 	smp.StatusOK = true
+	smp.ObjectStore = st.ObjectStore
 	smp.Broker, smp.DLQ = st.Topics[DefaultTopic], st.Topics[DefaultDLQTopic]
 	if st.Runtime != nil {
 		smp.Runtime = *st.Runtime

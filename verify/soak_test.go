@@ -268,3 +268,51 @@ func TestArgValue(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeObjectStore: an S3 soak's requests are the count's growth
+// from the first sample after the warm-up to the last while feeding, per
+// event and per day at that window's rate, priced by kind (DELETE free).
+func TestSummarizeObjectStore(t *testing.T) {
+	res := SoakResult{Config: SoakConfig{Warmup: time.Minute}, FeedSeconds: 600}
+	for i := 0; i <= 60; i++ { // a sample every 10 s
+		el := float64(i) * 10
+		n := int64(el)
+		res.Samples = append(res.Samples, SoakSample{Elapsed: el, Feeding: true, StatusOK: true, Sent: int64(el * 35),
+			ObjectStore: &table.ObjectStoreRequests{Put: 1000 + 2*n, Get: 500 + 4*n, Head: n, List: 7, Delete: n}})
+	}
+	// Draining: not in the window.
+	res.Samples = append(res.Samples, SoakSample{Elapsed: 610, StatusOK: true, Sent: 21_000,
+		ObjectStore: &table.ObjectStoreRequests{Put: 99_999}})
+	s := summarize(&res)
+	if s.ObjectStore == nil {
+		t.Fatal("no object-store summary")
+	}
+	want := table.ObjectStoreRequests{Put: 1080, Get: 2160, Head: 540, List: 0, Delete: 540}
+	if *s.ObjectStore != want || s.ObjectStoreSeconds != 540 || s.ObjectStoreEvents != 540*35 {
+		t.Fatalf("window: %+v over %v s and %d events; want %+v over 540 s and %d", *s.ObjectStore, s.ObjectStoreSeconds, s.ObjectStoreEvents, want, 540*35)
+	}
+	perSec := 2.0 + 4 + 1 + 1
+	if math.Abs(s.RequestsPerDay-perSec*86400) > 1e-6 || math.Abs(s.RequestsPerEvent-perSec/35) > 1e-9 {
+		t.Errorf("per day %v, per event %v; want %v, %v", s.RequestsPerDay, s.RequestsPerEvent, perSec*86400, perSec/35)
+	}
+	usd := (2*0.005 + (4+1)*0.0004) / 1000 * 86400
+	if math.Abs(s.RequestUSDPerDay-usd) > 1e-9 {
+		t.Errorf("USD per day %v, want %v", s.RequestUSDPerDay, usd)
+	}
+	md := soakMarkdown("soak", SoakReport{SoakResult: SoakResult{Config: SoakConfig{S3: true}, Summary: s}})
+	for _, w := range []string{"## Object-store requests", "| **all** |", "0.005 USD per 1,000", table.S3PricesAsOf} {
+		if !strings.Contains(md, w) {
+			t.Errorf("the report lacks %q:\n%s", w, md)
+		}
+	}
+	if strings.Contains(md, "## Tables") {
+		t.Errorf("an S3 soak's report has a tables section, which it cannot have sampled:\n%s", md)
+	}
+	// A local soak counts nothing and says nothing about it.
+	for i := range res.Samples {
+		res.Samples[i].ObjectStore = nil
+	}
+	if s := summarize(&res); s.ObjectStore != nil || strings.Contains(soakMarkdown("soak", SoakReport{SoakResult: SoakResult{Summary: s}}), "Object-store") {
+		t.Errorf("a soak without counts has an object-store summary: %+v", s.ObjectStore)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lakehouse/internal/humanize"
+	"lakehouse/table"
 )
 
 // Status is what a running appliance serves at GET /status: the broker's
@@ -25,6 +26,9 @@ type Status struct {
 	Appended map[string]int64       `json:"appended,omitempty"`
 	Queries  map[string]QueryStatus `json:"queries"`
 	Runtime  *RuntimeStatus         `json:"runtime,omitempty"`
+	// ObjectStore is the requests the appliance sent to its S3 warehouse
+	// since it started (absent: not counted, or an older appliance).
+	ObjectStore *table.ObjectStoreRequests `json:"object_store_requests,omitempty"`
 }
 
 // RuntimeStatus is the appliance process's Go runtime in Status, read from
