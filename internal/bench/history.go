@@ -75,6 +75,8 @@ type HistoryConfig struct {
 	// refreshes after its first one are measured (negative: no steady phase).
 	Refresh         time.Duration
 	SteadyRefreshes int
+	// Disk is the service the disk projection assumes (FSBytes 0: none).
+	Disk DiskPlan
 	// Out receives progress lines (nil: discarded).
 	Out io.Writer
 }
@@ -125,8 +127,13 @@ type HistoryReport struct {
 	SteadyRefreshes int             `json:"steady_refreshes"`
 	Lengths         []LengthResult  `json:"lengths"`
 	Targets         []TargetVerdict `json:"targets"`
-	Failures        []string        `json:"failures,omitempty"` // what makes the run fail: wrong answers, failed steps, missed targets
+	Failures        []string        `json:"failures,omitempty"` // what makes the run fail: wrong answers, failed steps
+	Missed          []string        `json:"missed,omitempty"`   // targets missed: reported, never a failure, since a slow machine misses them too
 	Growth          []GrowthFigure  `json:"growth,omitempty"`
+	DiskPlan        DiskPlan        `json:"disk_plan"`
+	// Disk projects the longest lake's disk to the real rate (nil: no plan
+	// or no disk measured).
+	Disk *DiskProjection `json:"disk_projection,omitempty"`
 }
 
 // LengthResult is one history length measured.
@@ -162,7 +169,8 @@ func lengthName(days float64, perDay int) string {
 // RunHistory measures every length of cfg in turn and returns the report
 // (Command, Machine and When are the caller's). It returns an error only
 // when nothing could be measured; failed steps and wrong answers are in
-// the report, and Failures lists them with the missed targets.
+// the report: Failures lists them, and Missed the targets missed, which
+// are reported but fail nothing (a slow machine misses them too).
 func RunHistory(ctx context.Context, cfg HistoryConfig) (HistoryReport, error) {
 	cfg.fill()
 	if cfg.Launch == nil {
@@ -175,7 +183,7 @@ func RunHistory(ctx context.Context, cfg HistoryConfig) (HistoryReport, error) {
 		return HistoryReport{}, fmt.Errorf("history: work directory: %w", err)
 	}
 	rep := HistoryReport{Version: cfg.Version, EventsPerDay: cfg.EventsPerDay, Recording: cfg.Recording, Cold: cfg.Cold, Settled: cfg.Settle,
-		ReadyTimeoutS: cfg.ReadyTimeout.Seconds(), RefreshS: cfg.Refresh.Seconds(), SteadyRefreshes: max(0, cfg.SteadyRefreshes)}
+		ReadyTimeoutS: cfg.ReadyTimeout.Seconds(), RefreshS: cfg.Refresh.Seconds(), SteadyRefreshes: max(0, cfg.SteadyRefreshes), DiskPlan: cfg.Disk}
 	for _, days := range cfg.Days {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()

@@ -59,6 +59,12 @@ func historyMarkdown(rep HistoryReport, name string) string {
 			fmt.Fprintf(&b, "- %s\n", mdCell(f))
 		}
 	}
+	if len(rep.Missed) > 0 {
+		b.WriteString("\n**Targets missed:**\n\n")
+		for _, f := range rep.Missed {
+			fmt.Fprintf(&b, "- %s\n", mdCell(f))
+		}
+	}
 
 	b.WriteString("\n## Side by side\n\n|  |")
 	for _, l := range rep.Lengths {
@@ -252,8 +258,19 @@ func writeMethod(b *strings.Builder, rep HistoryReport) {
 - **Steady state.** The appliance started again on the same lake, with ingest, fed events stamped when sent at the lake's density (%s a day, %.2f events/s) by a replay server, with `+"`--refresh %.0fs`"+`. Its first refresh is the one after that start; the steady-state refresh is the median of the %d refreshes after it, each rebuilding what the events since the previous one changed (today's day). The target compares the first refresh after the restart with it.
 - **Questions.** Asked through `+"`lakehouse query --format json`"+` (a child process, as a user would). The truth is read by the benchmark itself, not through the read path `+"`query`"+`, the marts and the checks share: the live data files listed by the current snapshot's manifests, each once, read with arrow-go's Parquet reader, each file's rows equal to its manifest entry's count; bronze's offsets also against the broker's (opened read-only). "The last day" is the 24 h before the newest event time in silver.edits; the editor is the one with the most sessions. An answer that differs is WRONG and fails the run.
 - **verify.** `+"`lakehouse verify --data <lake>`"+`: its wall time and the kernel's peak RSS of the child (maxrss).
-- **Disk.** Allocated blocks of each component of the built lake, before the restart.
-`, rep.Recording, settleNote(rep.Settled), rep.ReadyTimeoutS, humanize.Count(int64(rep.EventsPerDay)), float64(rep.EventsPerDay)/86400, rep.RefreshS, rep.SteadyRefreshes)
+- **Disk.** Allocated blocks of each component of the built lake, before the restart.%s
+`, rep.Recording, settleNote(rep.Settled), rep.ReadyTimeoutS, humanize.Count(int64(rep.EventsPerDay)), float64(rep.EventsPerDay)/86400, rep.RefreshS, rep.SteadyRefreshes, diskMethod(rep))
+}
+
+// diskMethod says how the disk projection is made, when there is one.
+func diskMethod(rep HistoryReport) string {
+	p := rep.Disk
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("\n- **Disk projection.** From the %g-day lake, scaled by %.0f to the real stream's %s events a day: broker.db grows %s a day until retention caps it at %s (the smaller of `--retention` %s and `--retention-bytes`' default, %.0f %% of the file system); the rest (warehouse, checkpoints, catalog) grows %s a day for good (no table retention by default). The days are those until free space on a %.0f GB file system falls to `--disk-reserve` (%s), with the operating system's own files left out.",
+		p.FromDays, p.Scale, humanize.Count(int64(p.Plan.RealPerDay)), fmtBytes(int64(p.BrokerPerDay)), fmtBytes(int64(p.BrokerCap)), p.Plan.BrokerAge, p.Plan.BrokerShare*100,
+		fmtBytes(int64(p.OtherPerDay)), float64(p.Plan.FSBytes)/1e9, fmtBytes(p.Plan.Reserve))
 }
 
 func settleNote(settled bool) string {
@@ -266,7 +283,7 @@ func settleNote(settled bool) string {
 
 // share says what part of the real stream's density perDay is.
 func share(perDay int) string {
-	return fmt.Sprintf("%.3g times", float64(perDay)/3_000_000)
+	return fmt.Sprintf("%.3g times", float64(perDay)/RealEventsPerDay)
 }
 
 func daysLabel(d float64) string {

@@ -89,7 +89,7 @@ func boolSeconds(ok bool) float64 {
 // evaluate checks the targets, computes the growth figures and lists what
 // makes the run fail.
 func (r *HistoryReport) evaluate() {
-	r.Targets, r.Growth, r.Failures = nil, nil, nil
+	r.Targets, r.Growth, r.Failures, r.Missed = nil, nil, nil, nil
 	if len(r.Lengths) == 0 {
 		return
 	}
@@ -160,6 +160,13 @@ func (r *HistoryReport) evaluate() {
 			Value:  fmt.Sprintf("%d of %d within", len(r.Growth)-grew, len(r.Growth)), Met: grew == 0})
 	}
 
+	r.Disk = nil
+	if r.DiskPlan.FSBytes > 0 && long.Disk.Total > 0 && r.EventsPerDay > 0 {
+		p := projectDisk(long.Disk, long.Days, r.EventsPerDay, r.DiskPlan)
+		r.Disk = &p
+		r.Targets = append(r.Targets, diskVerdict(p))
+	}
+
 	for _, l := range r.Lengths {
 		for _, a := range l.Answers {
 			if !a.Exact {
@@ -172,7 +179,7 @@ func (r *HistoryReport) evaluate() {
 	}
 	for _, t := range r.Targets {
 		if !t.Met {
-			r.Failures = append(r.Failures, fmt.Sprintf("target missed: %s: %s", t.Target, t.Value))
+			r.Missed = append(r.Missed, fmt.Sprintf("target missed: %s: %s", t.Target, t.Value))
 		}
 	}
 }
