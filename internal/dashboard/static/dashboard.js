@@ -235,6 +235,7 @@
     const hs = o.health || {};
     const ready = !!hs.ready;
     const reasons = list(hs.reasons);
+    const warnings = list(hs.warnings);
     const checked = time(hs.checked_at);
     fill('health',
       h('div', { class: 'verdict' },
@@ -244,8 +245,21 @@
           h('div', { class: 'muted', text: ready ? 'every query is moving and every asset check passed' :
             reasons.length === 1 ? 'one thing is wrong:' : reasons.length + ' things are wrong:' }))),
       reasons.length ? h('ul', { class: 'reasons', id: 'reasons' }, reasons.map((r) => h('li', { text: r }))) : null,
+      warnings.length ? h('ul', { class: 'warnings', id: 'warnings' }, warnings.map((r) => h('li', { text: 'warning: ' + r }))) : null,
+      diskLine(o.disk),
       h('p', { class: 'muted', style: 'margin:8px 0 0;font-size:13px' },
         checked ? 'Checked ' + ago(checked, time(o.at)) + '; the' : 'The', ' same verdict as ', h('a', { href: '/readyz', text: '/readyz' }), '.'));
+  }
+
+  // diskLine is the disk budget: the data directory by component, the
+  // growth per day and the days left before the disk reserve.
+  function diskLine(d) {
+    if (!d) return null;
+    const parts = list(d.components).map((c) => c.name + ' ' + bytes(c.bytes)).join(', ');
+    const growth = !isNum(d.growth_bytes_per_day) ? 'growth: measuring' :
+      'growth ' + bytes(d.growth_bytes_per_day) + '/day' + (isNum(d.days_left) ? ', ' + d.days_left.toFixed(1) + ' days left before the disk reserve' : ', not growing');
+    return h('p', { class: 'muted', id: 'disk', style: 'margin:8px 0 0;font-size:13px' },
+      'Disk: ' + bytes(d.used_bytes) + ' in the data directory (' + parts + '); ' + bytes(d.free_bytes) + ' free, reserve ' + bytes(d.reserve_bytes) + '; ' + growth + '.');
   }
 
   function renderIngest(o) {
@@ -340,48 +354,59 @@
         'Skipped: not an edit or a new page. Late: below the watermark. Rows since the appliance started.'));
   }
 
+  // renderFreshness shows the appliance's delay (commit minus the broker's
+  // append time, what the 1 s figure measures) as the chart, and the
+  // events' age beside it: a replay of old events reads old there, never
+  // in the chart.
   function renderFreshness(o) {
     const f = o.freshness || {};
     const series = list(f.series).filter((p) => time(p.minute));
     const at = time(o.at) || new Date();
+    const box = h('div', { class: 'chart', id: 'fresh-chart', 'data-points': String(series.length) });
     fill('freshness',
       h('div', { class: 'fresh' },
         h('div', {},
           h('div', { class: 'legend' }, h('span', {}, h('i', { class: 'l50' }), 'p50'), h('span', {}, h('i', { class: 'l95' }), 'p95'),
-            h('span', { text: 'per minute, seconds from intake to the silver commit' })),
-          h('div', { class: 'chart', id: 'fresh-chart', 'data-points': String(series.length) }, chart(series, at))),
+            h('span', { text: 'per minute: from intake (the broker\'s append) to the silver commit' })),
+          box),
         h('dl', { class: 'figures', style: 'grid-template-columns:1fr' },
-          fig('newest silver row is', isNum(f.now_s) ? secs(f.now_s) + ' old' : '— (no silver commit since start)'),
-          fig('last hour, p50', secs(f.hour_p50_s)),
-          fig('last hour, p95', secs(f.hour_p95_s)),
-          fig('rows in the last hour', num(series.reduce((n, p) => n + (p.rows || 0), 0))))));
+          fig('intake to commit, last hour p50', secs(f.hour_p50_s)),
+          fig('intake to commit, last hour p95', secs(f.hour_p95_s)),
+          fig('records read in the last hour', num(series.reduce((n, p) => n + (p.records || 0), 0))),
+          fig('event time: newest silver row is', isNum(f.now_s) ? secs(f.now_s) + ' old' : '— (no silver commit since start)'),
+          fig('event time at commit, last hour p50', secs(f.event_hour_p50_s)))),
+      h('p', { class: 'muted', style: 'margin:6px 0 0;font-size:12px',
+        text: 'Event time is commit minus the event\'s meta.dt: it also holds Wikimedia\'s delay, and a replay of old events (the demo) reads old there, not in the chart.' }));
+    // Drawn at the box's own width, so its text stays 11 px at any width.
+    box.append(chart(series, at, Math.max(240, box.clientWidth || 720)));
   }
 
   // chart draws p50 and p95 per minute over the hour ending at the
-  // observation's minute as an inline SVG.
-  function chart(series, at) {
-    const W = 720, H = 220, L = 56, R = 14, T = 12, B = 30;
+  // observation's minute as an inline SVG W pixels wide.
+  function chart(series, at, W) {
+    const H = 220, L = 62, R = 14, T = 12, B = 30;
     const end = Math.floor(at.getTime() / 60000) * 60000;
     const start = end - 59 * 60000;
     const x = (t) => L + ((t - start) / (end - start)) * (W - L - R);
     let top = 0;
     for (const p of series) top = Math.max(top, isNum(p.p95_s) ? p.p95_s : 0, isNum(p.p50_s) ? p.p50_s : 0);
-    const ymax = niceCeil(Math.max(top * 1.1, 0.5));
-    const y = (v) => T + (1 - v / ymax) * (H - T - B);
+    const ax = yAxis(top);
+    const y = (v) => T + (1 - v / ax.max) * (H - T - B);
     const g = [];
     for (let i = 0; i <= 4; i++) {
-      const v = (ymax * i) / 4;
+      const v = (ax.max * i) / 4;
       g.push(s('line', { class: i ? 'gridline' : 'axis', x1: L, x2: W - R, y1: y(v), y2: y(v) }));
-      g.push(s('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, secs(v)));
+      g.push(s('text', { class: 'ytick', x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, ax.label(v)));
     }
-    for (let m = 0; m <= 60; m += 15) {
+    const every = W < 520 ? 30 : 15;
+    for (let m = 0; m <= 60; m += every) {
       const t = start + (m === 60 ? 59 : m) * 60000;
       g.push(s('line', { class: 'axis', x1: x(t), x2: x(t), y1: H - B, y2: H - B + 4 }));
-      g.push(s('text', { x: x(t), y: H - B + 17, 'text-anchor': m === 0 ? 'start' : m === 60 ? 'end' : 'middle' },
+      g.push(s('text', { class: 'xtick', x: x(t), y: H - B + 17, 'text-anchor': m === 0 ? 'start' : m === 60 ? 'end' : 'middle' },
         m === 60 ? 'now' : new Date(t).toISOString().slice(11, 16)));
     }
     if (!series.length) {
-      g.push(s('text', { class: 'empty', x: (L + W - R) / 2, y: (T + H - B) / 2, 'text-anchor': 'middle' }, 'no rows committed to silver in the last hour'));
+      g.push(s('text', { class: 'empty', x: (L + W - R) / 2, y: (T + H - B) / 2, 'text-anchor': 'middle' }, 'no records read by silver in the last hour'));
     }
     for (const [key, cls] of [['p95_s', 'p95'], ['p50_s', 'p50']]) {
       let d = '';
@@ -400,16 +425,27 @@
         const t = time(p.minute).getTime();
         if (t < start || !isNum(p[key])) continue;
         g.push(s('circle', { class: cls, cx: x(t).toFixed(1), cy: y(p[key]).toFixed(1), r: 3 },
-          s('title', {}, new Date(t).toISOString().slice(11, 16) + ' UTC: p50 ' + secs(p.p50_s) + ', p95 ' + secs(p.p95_s) + ', ' + num(p.rows) + ' rows')));
+          s('title', {}, new Date(t).toISOString().slice(11, 16) + ' UTC: intake to commit p50 ' + secs(p.p50_s) + ', p95 ' + secs(p.p95_s) +
+            ', ' + num(p.records) + ' records; event time p50 ' + secs(p.event_p50_s))));
       }
     }
-    return s('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'freshness of silver per minute, last hour' }, g);
+    return s('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'silver: intake to commit per minute, last hour' }, g);
   }
 
-  function niceCeil(v) {
-    const e = Math.pow(10, Math.floor(Math.log10(v)));
-    for (const m of [1, 2, 2.5, 5, 10]) if (m * e >= v) return m * e;
-    return 10 * e;
+  // yAxis picks the y axis's top and a label for each quarter of it in one
+  // unit (s, min, h or d), so every tick is short and the unit is never cut.
+  function yAxis(top) {
+    const v = Math.max(top * 1.1, 0.5);
+    const [unit, name] = v < 120 ? [1, 's'] : v < 2 * 3600 ? [60, 'min'] : v < 2 * 86400 ? [3600, 'h'] : [86400, 'd'];
+    const e = Math.pow(10, Math.floor(Math.log10(v / unit)));
+    let max = 10 * e;
+    for (const m of [1, 2, 4, 6, 8, 10]) {
+      if (m * e >= v / unit) {
+        max = m * e;
+        break;
+      }
+    }
+    return { max: max * unit, label: (x) => (x === 0 ? '0' : +(x / unit).toFixed(2) + ' ' + name) };
   }
 
   function renderTables(o) {
