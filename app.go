@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -47,11 +48,13 @@ type pipelineFlags struct {
 	httpAddr       string
 	httpRemote     bool
 	httpToken      string
+	httpBounds     httpBounds // --http-max-conns; the timeouts are tests' to change
 	logFormat      string
 	logLevel       string
 	noIngest       bool
 	role           string // roleAll, roleIngest, roleStream or roleMarts (app_roles.go)
 	retention      time.Duration
+	retentionBytes int64 // -1: retentionBytesAuto
 	dlqRetention   time.Duration
 	diskReserve    int64
 	takeOver       bool
@@ -85,7 +88,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.since, "since", "", "on a first start only: replay history from this RFC 3339 time")
 	fs.StringVar(&f.userAgent, "user-agent", ingest.DefaultUserAgent, "User-Agent sent to the stream (Wikimedia asks for a descriptive one)")
 	fs.IntVar(&f.partitions, "partitions", ingest.DefaultPartitions, "partitions of the recentchange topic (fixed when the topic is created)")
-	fs.DurationVar(&f.trigger, "trigger", stream.DefaultTrigger, "processing-time trigger of the bronze query; also the longest an event waits in ingest's batch before its append to the broker")
+	fs.DurationVar(&f.trigger, "trigger", stream.DefaultTrigger, "processing-time trigger of the bronze query, which silver and sessions follow: how often the tables commit; also the longest an event waits in ingest's batch before its append to the broker. With an s3:// --warehouse the default is "+defaultS3Trigger.String()+": every commit costs object-store requests, so a longer trigger trades freshness for requests (docs/operations.md)")
 	fs.DurationVar(&f.downTrigger, "downstream-trigger", 0, "processing-time trigger of silver and sessions (0: run as soon as the upstream table commits; they can never run more often than it does)")
 	fs.DurationVar(&f.sessTrigger, "sessions-trigger", 10*time.Second, "processing-time trigger of sessions (0: as --downstream-trigger). A session is emitted only a gap plus the watermark after its last edit, so running on every silver commit would cost a commit a second for nothing")
 	fs.Int64Var(&f.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "cap on broker offsets one bronze batch covers (rows, for silver and sessions)")
@@ -108,17 +111,41 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.refresh, "refresh", 5*time.Minute, "gold marts and asset checks refresh interval (0 disables marts)")
 	fs.StringVar(&f.httpAddr, "http", defaultHTTPAddr, "serve the dashboard, /metrics, /healthz, /readyz and /api/status on this address (off: none); a non-loopback address needs --http-remote and a token")
 	fs.BoolVar(&f.httpRemote, "http-remote", false, "allow --http on a non-loopback address (every request then needs the bearer token)")
+	fs.IntVar(&f.httpBounds.MaxConns, "http-max-conns", 0, "HTTP connections open at once at most; at the cap a new one closes the longest idle (0: a quarter of the open-file limit, 16 to 512)")
 	fs.StringVar(&f.httpToken, "http-token", os.Getenv(envHTTPToken), "bearer token every HTTP request must carry (env "+envHTTPToken+"); required with --http-remote")
 	fs.StringVar(&f.logFormat, "log-format", "auto", "log format: auto (JSON under the systemd journal, text otherwise), text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
 	fs.BoolVar(&f.noIngest, "no-ingest", false, "run the streams and marts only (no SSE client)")
-	fs.DurationVar(&f.retention, "retention", 7*24*time.Hour, "broker retention: trim recentchange records older than this, never past what bronze has committed (0: keep everything)")
+	fs.DurationVar(&f.retention, "retention", defaultRetention, "broker retention: trim recentchange records older than this, never past what bronze has committed (0: keep everything)")
+	fs.Int64Var(&f.retentionBytes, "retention-bytes", retentionBytesAuto, "broker retention by size: trim the oldest recentchange records while the topic stores more than this many bytes (compressed), never past what bronze has committed (-1: a fifth of the size of the data directory's file system; 0: no size limit)")
 	fs.DurationVar(&f.dlqRetention, "dlq-retention", 30*24*time.Hour, "trim dead-letter records older than this (0: keep everything)")
 	fs.DurationVar(&f.opsRetention, "ops-retention", 7*24*time.Hour, "delete rows of the ops tables (ops.stream_progress, ops.runs, ops.asset_checks) older than this, hourly (0: keep everything)")
 	fs.Int64Var(&f.diskReserve, "disk-reserve", defaultDiskReserve, "bytes kept free on the data directory's file system: below this, ingest stops storing (and reading) new events, so the queries can still drain what is stored; it resumes by itself once space is freed (0: no reserve)")
 	fs.IntVar(&f.maxSnapshots, "max-snapshots", marts.DefaultMaxSnapshots, "a table holding more snapshots than this is expired down to --keep-snapshots (never past what a downstream query has not read)")
 	fs.IntVar(&f.keepSnapshots, "keep-snapshots", marts.DefaultKeepSnapshots, "snapshots each table keeps after expiry")
 	fs.StringVar(&f.martsMemory, "marts-memory", marts.DefaultDuckMemoryLimit, "DuckDB memory_limit of a marts refresh or check run (e.g. 64MB, 1GB); past it DuckDB spills to <data>/tmp/duckdb")
+}
+
+// defaultS3Trigger is --trigger's default on an S3 warehouse. Each bronze
+// commit, and the silver and sessions commits that follow it, write a data
+// file, a manifest, a manifest list and a metadata file per table and read
+// metadata back, all of them billed requests on S3; commits once a second
+// cost dozens of requests a second at the real rate. Thirty seconds cuts the
+// requests per day by more than ten (commits are then fewer than the
+// requests that do not depend on them: refreshes, maintenance, progress
+// rows) and keeps an event's delay to silver within about a trigger, which
+// a dashboard refreshed every few minutes does not notice.
+const defaultS3Trigger = 30 * time.Second
+
+// warehouseDefaults applies the defaults that depend on the warehouse, for
+// the flags fs did not set explicitly: --trigger is defaultS3Trigger when
+// --warehouse (or LAKEHOUSE_WAREHOUSE) names S3.
+func (f *pipelineFlags) warehouseDefaults(fs *flag.FlagSet) {
+	set := false
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "trigger" })
+	if !set && table.IsObjectStore(f.warehouse) {
+		f.trigger = defaultS3Trigger
+	}
 }
 
 // logger builds the appliance's logger: JSON lines when --log-format is
@@ -204,10 +231,22 @@ func (f *pipelineFlags) streamConfig(name string, log *slog.Logger) (stream.Conf
 // once (its source's Wait), silver on bronze's commit. The event waits no
 // longer than before in all (the soak measured it shorter), and the broker
 // takes one fsynced append per trigger instead of one per
-// ingest.DefaultBatchDelay.
+// ingest.DefaultBatchDelay. A batch also ends at ingest.DefaultBatchMax
+// events per second of the trigger (its bytes stay capped by
+// ingest.DefaultBatchMaxBytes): at a long trigger (an S3 warehouse's) a
+// fixed count would end it early at the real rate, just after bronze's
+// batch began, and its events would wait most of another trigger in the
+// broker.
 func (f *pipelineFlags) ingestConfig(log *slog.Logger) ingest.Config {
 	return ingest.Config{URL: f.source, UserAgent: f.userAgent, Partitions: f.partitions,
-		MaxEventAhead: f.maxEventAhead, BatchDelay: f.trigger, Logger: log}
+		MaxEventAhead: f.maxEventAhead, BatchDelay: f.trigger, BatchMax: ingestBatchMax(f.trigger), Logger: log}
+}
+
+// ingestBatchMax is ingest's count cap for a trigger: DefaultBatchMax per
+// started second, DefaultBatchMax at least.
+func ingestBatchMax(trigger time.Duration) int {
+	secs := int((trigger + time.Second - 1) / time.Second)
+	return ingest.DefaultBatchMax * max(1, secs)
 }
 
 // tableConfig builds the lake configuration; S3 settings come from the
@@ -220,6 +259,7 @@ func (c *common) tableConfig(warehouse string) table.Config {
 		CatalogToken:     c.catalogToken,
 		CatalogWarehouse: c.catalogWarehouse,
 		CatalogSigV4:     c.catalogSigV4,
+		OwnNamespaces:    slices.Sorted(maps.Keys(ownNamespaces())),
 		S3: table.S3Config{
 			Endpoint:        os.Getenv("AWS_ENDPOINT_URL"),
 			Region:          os.Getenv("AWS_REGION"),
@@ -248,20 +288,23 @@ type pipeline struct {
 
 	tel     *telemetry
 	health  *health
+	disk    *diskBudget
 	notify  notifier
 	release *releaser // hands the heap back after a refresh or compaction
 
-	mu      sync.Mutex
-	httpURL string // base URL of the HTTP surface once it listens
-	queries map[string]*stream.Query
-	ingest  *ingest.Ingester
-	marts   *marts.Marts
+	mu         sync.Mutex
+	httpURL    string       // base URL of the HTTP surface once it listens
+	httpConns  *connLimiter // its connections (nil before)
+	localConns *connLimiter // the local endpoint's connections (nil before)
+	queries    map[string]*stream.Query
+	ingest     *ingest.Ingester
+	marts      *marts.Marts
 }
 
 func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipeline, error) {
 	// Both stores are opened (and checked) before either is written to, so
 	// a damaged one is refused with nothing changed.
-	db, err := f.openBroker(ctx, broker.Options{DiskReserve: f.diskReserve}, f.runs(roleIngest) && !f.noIngest)
+	db, err := f.openBroker(ctx, broker.Options{DiskReserve: f.diskReserve, Compress: true}, f.runs(roleIngest) && !f.noIngest)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +347,8 @@ func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipe
 		tel.logs = rh.ring
 	}
 	return &pipeline{flags: f, log: log, db: db, held: &broker.HeldCounter{Log: db}, lake: lake, release: newReleaser(), queries: map[string]*stream.Query{},
-		tel: tel, health: newHealth(defaultHealthRules, log), notify: notifier{log: log}}, nil
+		tel: tel, health: newHealth(defaultHealthRules, log), notify: notifier{log: log},
+		disk: newDiskBudget(f.data, f.warehouse, f.diskReserve)}, nil
 }
 
 func (p *pipeline) Close() error {
@@ -454,6 +498,7 @@ func (p *pipeline) status(ctx context.Context, only ...string) verify.Status {
 		st.Queries[name] = s
 	}
 	st.Runtime = runtimeStatus()
+	st.ObjectStore = p.objectStoreRequests()
 	return st
 }
 

@@ -63,7 +63,7 @@ func (c *common) openBrokerExisting(ctx context.Context, readOnly bool) (broker.
 		return c.openKafka(ctx, func(cfg *kafka.Config) { cfg.ReadOnly = readOnly })
 	}
 	if _, err := os.Stat(c.brokerPath()); err != nil {
-		return nil, fmt.Errorf("no broker at %s (run `lakehouse demo` or `lakehouse run` first, or pass --data): %w", c.brokerPath(), err)
+		return nil, fmt.Errorf("no broker at %s (run `%s demo` or `%[2]s run` first, or pass --data): %w", c.brokerPath(), self(), err)
 	}
 	return broker.Open(c.brokerPath(), broker.Options{ReadOnly: readOnly})
 }

@@ -64,20 +64,23 @@ func isLoopback(host string) bool {
 }
 
 // serveHTTP starts the HTTP surface and returns the function that shuts it
-// down (waiting up to 5 s for requests in flight).
+// down (waiting up to 5 s for requests in flight). Its connections are
+// bounded in time and number (httpBounds, connLimiter).
 func (p *pipeline) serveHTTP(ctx context.Context, stderr io.Writer) (func(), error) {
 	ln, err := net.Listen("tcp", p.flags.httpAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s (another appliance on this port? pass --http ADDR or --http off): %w", p.flags.httpAddr, err)
 	}
-	srv := &http.Server{Handler: withToken(p.flags.httpToken, p.handler()), ReadHeaderTimeout: 5 * time.Second}
+	b := p.flags.httpBounds.withDefaults()
+	srv, lim := boundedServer(withToken(p.flags.httpToken, p.handler()), ln, b)
 	fmt.Fprintf(stderr, "%shttp://%s\n", verify.StatusLinePrefix, ln.Addr())
 	p.mu.Lock()
 	p.httpURL = "http://" + ln.Addr().String()
+	p.httpConns = lim
 	p.mu.Unlock()
 	p.log.Info("dashboard at http://"+ln.Addr().String()+"/", "metrics", "/metrics", "readiness", "/readyz")
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("http server stopped", "err", err)
 		}
 	}()
@@ -110,24 +113,31 @@ func (p *pipeline) waitHTTP(ctx context.Context) string {
 }
 
 // withToken requires "Authorization: Bearer <token>" on every request when
-// token is set (compared in constant time), except for the dashboard's page
-// and assets, which hold no data: the page asks for the token and sends it
-// with its requests.
+// token is set (the scheme in any case, as HTTP's auth schemes are; the
+// token compared in constant time), except for the dashboard's page and
+// assets, which hold no data: the page asks for the token and sends it
+// with its requests. A refusal under icebergPath is the Iceberg REST
+// spec's error object (its OAuthError at the token endpoint).
 func withToken(token string, next http.Handler) http.Handler {
 	if token == "" {
 		return next
 	}
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		public := r.Method == http.MethodGet && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/static/"))
-		if !public && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		ok := strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimLeft(got, " ")), want) == 1
+		if !public && !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lakehouse"`)
 			const msg = "unauthorized: send Authorization: Bearer <token>"
-			if strings.HasPrefix(r.URL.Path, icebergPath+"/") { // the Iceberg REST spec's error object
+			switch {
+			case r.URL.Path == icebergPath+restcatalog.OAuthPath:
+				restcatalog.WriteOAuthError(w, http.StatusUnauthorized, "invalid_client", msg)
+			case strings.HasPrefix(r.URL.Path, icebergPath+"/"):
 				restcatalog.WriteError(w, http.StatusUnauthorized, "NotAuthorizedException", msg)
-				return
+			default:
+				http.Error(w, msg, http.StatusUnauthorized)
 			}
-			http.Error(w, msg, http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -167,11 +177,14 @@ func (p *pipeline) handler() http.Handler {
 		w.WriteHeader(code)
 		if st.Ready {
 			fmt.Fprintln(w, "ready")
-			return
+		} else {
+			fmt.Fprintln(w, "not ready:")
+			for _, r := range st.Reasons {
+				fmt.Fprintln(w, "- "+r)
+			}
 		}
-		fmt.Fprintln(w, "not ready:")
-		for _, r := range st.Reasons {
-			fmt.Fprintln(w, "- "+r)
+		for _, r := range st.Warnings {
+			fmt.Fprintln(w, "warning: "+r)
 		}
 	})
 	if p.lake != nil { // --role ingest opens no tables

@@ -38,7 +38,9 @@ func TestHTTPAddressRules(t *testing.T) {
 }
 
 // TestBearerToken: with a token set every request for data needs it,
-// compared exactly; the dashboard's page (no data) loads without it.
+// compared exactly, with the scheme in any case (RFC 9110 auth schemes are
+// case-insensitive: a client sending "bearer" was refused); the
+// dashboard's page (no data) loads without it.
 func TestBearerToken(t *testing.T) {
 	h := withToken("s3cret", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
 	for _, tc := range []struct {
@@ -48,8 +50,13 @@ func TestBearerToken(t *testing.T) {
 		{"", http.StatusUnauthorized},
 		{"Bearer wrong", http.StatusUnauthorized},
 		{"Bearer s3cret2", http.StatusUnauthorized},
-		{"bearer s3cret", http.StatusUnauthorized},
+		{"bearer s3cret", http.StatusTeapot},
+		{"BEARER s3cret", http.StatusTeapot},
 		{"Bearer s3cret", http.StatusTeapot},
+		{"Basic s3cret", http.StatusUnauthorized},
+		{"Bearers3cret", http.StatusUnauthorized},
+		{"s3cret", http.StatusUnauthorized},
+		{"Bearer S3CRET", http.StatusUnauthorized},
 	} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)

@@ -29,23 +29,14 @@ func ownNamespaces() map[string]bool {
 
 // icebergREST is the Iceberg REST catalog of the lake, mounted under
 // icebergPath: the appliance's own namespaces read-only, others free for
-// clients to create tables in.
+// clients to create tables in, where the lake's location rule allows
+// (table.Config.OwnNamespaces, set by tableConfig).
 func (p *pipeline) icebergREST() http.Handler {
 	own := ownNamespaces()
-	wh := strings.TrimSuffix(p.lake.Warehouse(), "/")
 	srv := restcatalog.New(p.lake.Catalog(), restcatalog.Options{
 		ReadOnly: func(ns icetable.Identifier) bool { return len(ns) > 0 && own[ns[0]] },
-		Reserved: func(loc string) bool {
-			loc = strings.TrimPrefix(loc, "file://")
-			for ns := range own {
-				if dir := wh + "/" + ns + ".db"; loc == dir || strings.HasPrefix(loc, dir+"/") {
-					return true
-				}
-			}
-			return false
-		},
-		Config: p.lake.ReaderConfig(),
-		Logger: p.log,
+		Config:   p.lake.ReaderConfig(),
+		Logger:   p.log,
 	})
 	return http.StripPrefix(icebergPath, srv)
 }

@@ -60,6 +60,7 @@ type localInfo struct {
 
 // Local endpoint paths.
 const (
+	localMaxConns   = 64 // the readers of one data directory: query, verify, topics, status
 	localBrokerPath = "/broker"
 	localLeasePath  = "/leases"
 )
@@ -84,10 +85,16 @@ func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
 	if p.lake != nil && p.flags.catalog == "" {
 		info.Embedded = append(info.Embedded, "catalog")
 	}
-	srv := &http.Server{Handler: withToken(info.Token, p.localHandler()), ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout: time.Minute}
+	// The same bounds as the public surface, with a cap of its own: a local
+	// process without the token must not hold the descriptors either.
+	b := defaultHTTPBounds
+	b.MaxConns = localMaxConns
+	srv, lim := boundedServer(withToken(info.Token, p.localHandler()), ln, b)
+	p.mu.Lock()
+	p.localConns = lim
+	p.mu.Unlock()
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("local endpoint stopped", "err", err)
 		}
 	}()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"time"
 
 	"lakehouse/broker"
@@ -18,20 +19,29 @@ const retentionEvery = 10 * time.Minute
 // topic, but never an offset bronze has not committed (stream.TableFloor).
 // It returns the number of records removed.
 func retainConsumed(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, now time.Time) (int64, error) {
-	return retainLanded(ctx, db, lake, ingest.DefaultTopic, table.Bronze, stream.BronzeQuery, maxAge, now)
+	return retainRecent(ctx, db, lake, maxAge, 0, now)
+}
+
+// retainRecent is retainConsumed with a size limit as well: the oldest
+// records go while the topic stores more than maxBytes (compressed, shared
+// evenly between its partitions; 0: no limit), never past what bronze has
+// committed either.
+func retainRecent(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, maxBytes int64, now time.Time) (int64, error) {
+	return retainLanded(ctx, db, lake, ingest.DefaultTopic, table.Bronze, stream.BronzeQuery, maxAge, maxBytes, now)
 }
 
 // retainDLQ trims dead-letter records older than maxAge, but never an
 // offset the dead-letter query has not committed to bronze.recentchange_dlq:
 // the table keeps every dead letter after the topic forgets it.
 func retainDLQ(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, now time.Time) (int64, error) {
-	return retainLanded(ctx, db, lake, ingest.DefaultDLQTopic, table.BronzeDLQ, stream.DLQQuery, maxAge, now)
+	return retainLanded(ctx, db, lake, ingest.DefaultDLQTopic, table.BronzeDLQ, stream.DLQQuery, maxAge, 0, now)
 }
 
-// retainLanded trims records of topic older than maxAge below the offsets
-// query has committed to ident (stream.TableFloor, the same rule as a
-// Kafka consumer's committed offset), and nothing before its first commit.
-func retainLanded(ctx context.Context, db *broker.DB, lake *table.Lake, topic, ident, query string, maxAge time.Duration, now time.Time) (int64, error) {
+// retainLanded trims records of topic older than maxAge, or the oldest
+// while the topic stores more than maxBytes, below the offsets query has
+// committed to ident (stream.TableFloor, the same rule as a Kafka
+// consumer's committed offset), and nothing before its first commit.
+func retainLanded(ctx context.Context, db *broker.DB, lake *table.Lake, topic, ident, query string, maxAge time.Duration, maxBytes int64, now time.Time) (int64, error) {
 	offs, err := db.Offsets(ctx, topic)
 	if err != nil {
 		return 0, fmt.Errorf("retention of %s: %w", topic, err)
@@ -40,18 +50,46 @@ func retainLanded(ctx context.Context, db *broker.DB, lake *table.Lake, topic, i
 	if err != nil || !ok {
 		return 0, err
 	}
-	n, err := db.Retain(ctx, topic, broker.Retention{MaxAge: maxAge, Floor: floor, Now: now})
+	r := broker.Retention{MaxAge: maxAge, Floor: floor, Now: now}
+	if maxBytes > 0 {
+		r.MaxStored = max(1, maxBytes/int64(len(offs)))
+	}
+	n, err := db.Retain(ctx, topic, r)
 	if err != nil {
 		return n, fmt.Errorf("retention of %s: %w", topic, err)
 	}
 	return n, nil
 }
 
+// retentionBytesAuto is --retention-bytes' default: a fifth of the size
+// of the data directory's file system. The broker's records are what
+// bronze has not landed yet, and the past that `reland` can replay; once
+// bronze holds a record, the warehouse keeps it (in a seventh of the
+// space, as Parquet), so the broker's share is a buffer, not the lake.
+const retentionBytesAuto = -1
+
+// retentionBytesShare is the part of the file system retentionBytesAuto
+// gives the broker: 1/retentionBytesShare.
+const retentionBytesShare = 5
+
+// brokerRetentionBytes resolves --retention-bytes for the data directory:
+// 0 (no size limit) when the file system's size cannot be had.
+func (f *pipelineFlags) brokerRetentionBytes() int64 {
+	if f.retentionBytes != retentionBytesAuto {
+		return f.retentionBytes
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(f.data, &st); err != nil {
+		return 0
+	}
+	return int64(st.Blocks) * int64(st.Bsize) / retentionBytesShare
+}
+
 // startRetention starts the embedded broker's retention. A Kafka
 // cluster's retention is its topics' own (retention.ms), which does not
-// know what bronze has landed: the README says how to set it.
+// know what bronze has landed: docs/scale-out.md says how to set it.
 func (p *pipeline) startRetention(start func(string, func(context.Context) error)) {
-	if p.flags.retention <= 0 && p.flags.dlqRetention <= 0 {
+	if p.flags.retention <= 0 && p.flags.retentionBytes == 0 && p.flags.dlqRetention <= 0 {
 		return
 	}
 	db, ok := p.db.(*broker.DB)
@@ -66,6 +104,10 @@ func (p *pipeline) startRetention(start func(string, func(context.Context) error
 // due now) and then every retentionEvery until ctx is done. A failed pass
 // is logged and retried at the next tick; it never stops the appliance.
 func (p *pipeline) runRetention(ctx context.Context, db *broker.DB) error {
+	maxBytes := p.flags.brokerRetentionBytes()
+	if maxBytes > 0 {
+		p.log.Info("broker retention by size", "topic", ingest.DefaultTopic, "max_bytes", maxBytes, "max_age", p.flags.retention)
+	}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -75,8 +117,8 @@ func (p *pipeline) runRetention(ctx context.Context, db *broker.DB) error {
 		case <-t.C:
 		}
 		t.Reset(retentionEvery)
-		if p.flags.retention > 0 {
-			n, err := retainConsumed(ctx, db, p.lake, p.flags.retention, time.Now())
+		if p.flags.retention > 0 || maxBytes > 0 {
+			n, err := retainRecent(ctx, db, p.lake, p.flags.retention, maxBytes, time.Now())
 			p.logRetention(ingest.DefaultTopic, n, err, p.flags.retention)
 		}
 		if p.flags.dlqRetention > 0 {

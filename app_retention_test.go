@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -118,5 +119,93 @@ func TestDLQRetention(t *testing.T) {
 	main, _ := db.Offsets(ctx, ingest.DefaultTopic)
 	if dlq[0].Start != 2 || dlq[0].End != 4 || main[0].Start != 0 {
 		t.Errorf("after DLQ retention: dlq %+v (want start 2, end 4), recentchange %+v (want start 0)", dlq[0], main[0])
+	}
+}
+
+// TestRetentionBytesNeverPassesBronze: with --retention-bytes, the oldest
+// recentchange records go (whole compressed batches) while the topic
+// stores more than the limit, however young, but never past what bronze
+// has committed; once the floor allows, the topic ends at most a batch
+// per partition above the limit. --retention-bytes -1 resolves to a fifth
+// of the data directory's file system.
+func TestRetentionBytesNeverPassesBronze(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{Compress: true, CompressBatchBytes: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.CreateTopic(ctx, ingest.DefaultTopic, 2); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i := 0; i < 4000; i += 20 {
+		var recs []broker.Record
+		for j := i; j < i+20; j++ {
+			v := fmt.Appendf(nil, `{"meta":{"id":"%08x-%d"},"title":"Page %d","user":"U%d","pad":"%0300d"}`, j*7919, j, j%313, j%97, j)
+			recs = append(recs, broker.Record{Topic: ingest.DefaultTopic, Partition: j % 2, Value: v, Timestamp: now})
+		}
+		if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func() (total int64, starts [2]int64) {
+		offs, err := db.Offsets(ctx, ingest.DefaultTopic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range offs {
+			total += o.Stored
+			starts[o.Partition] = o.Start
+		}
+		return total, starts
+	}
+	full, _ := stored()
+	limit := full / 4
+	lake, err := table.Open(ctx, table.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lake.Close()
+	if err := lake.EnsureTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := retainRecent(ctx, db, lake, 0, limit, now); err != nil || n != 0 {
+		t.Fatalf("size retention before any bronze commit: removed %d, %v; want 0", n, err)
+	}
+	// Bronze has landed 300 records of partition 0 and 1,500 of 1.
+	floor := stream.PartitionOffsets{0: 300, 1: 1500}
+	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: stream.BronzeQuery, ID: 0, Offsets: string(floor.Offset())}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := retainRecent(ctx, db, lake, 7*24*time.Hour, limit, now); err != nil {
+		t.Fatal(err)
+	}
+	_, starts := stored()
+	if starts[0] != 300 || starts[1] < 1000 || starts[1] > 1500 {
+		t.Fatalf("size retention with floors 300/1500: starts %v; want 300 (the floor) and 1000..1500 (down to the limit, never past the floor)", starts)
+	}
+	// Everything landed: the topic ends within a batch per partition of the limit.
+	floor = stream.PartitionOffsets{0: 2000, 1: 2000}
+	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: stream.BronzeQuery, ID: 1, Offsets: string(floor.Offset())}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := retainRecent(ctx, db, lake, 7*24*time.Hour, limit, now); err != nil {
+		t.Fatal(err)
+	}
+	left, starts := stored()
+	if left > limit || left < limit/2 || starts[0] == 0 {
+		t.Fatalf("size retention of %d stored bytes to %d: %d left (starts %v); want at most the limit and not far below", full, limit, left, starts)
+	}
+	t.Logf("%d bytes stored, limit %d: %d left, starts %v", full, limit, left, starts)
+
+	f := pipelineFlags{common: common{data: dir}, retentionBytes: retentionBytesAuto}
+	if auto := f.brokerRetentionBytes(); auto <= 0 {
+		t.Fatalf("--retention-bytes -1 on %s resolved to %d, want a fifth of its file system", dir, auto)
+	}
+	f.retentionBytes = 12345
+	if got := f.brokerRetentionBytes(); got != 12345 {
+		t.Fatalf("--retention-bytes 12345 resolved to %d", got)
 	}
 }

@@ -156,6 +156,17 @@ func registerBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.DurationVar(&bf.soak.Sample, "soak-sample", verify.DefaultSoakSample, "soak: sampling interval")
 	fs.Int64Var(&bf.soak.Seed, "soak-seed", 0, "soak: replay seed (0: random, recorded in the report)")
 	fs.IntVar(&bf.soak.EventBytes, "soak-event-bytes", 0, "soak: pad every event (in its comment) to this many bytes (0: the generated events as they are, about 1.3 KB)")
+	fs.Func("soak-warehouse", "soak: the appliance's warehouse: local (its data directory) or s3 (gofakes3 in this process on 127.0.0.1, in memory; the report then counts the object-store requests per event and per day, in USD at list prices, and samples no tables)", func(v string) error {
+		switch v {
+		case "local":
+			bf.soak.S3 = false
+		case "s3":
+			bf.soak.S3 = true
+		default:
+			return fmt.Errorf("want local or s3, got %q", v)
+		}
+		return nil
+	})
 	fs.StringVar(&bf.soakArgs, "soak-args", "", `soak: extra arguments for the appliance's run, e.g. "--trigger 2s"`)
 	fs.StringVar(&bf.soakOpt.name, "soak-name", "soak", "soak: base name of the report files in --out")
 	fs.BoolVar(&bf.soakOpt.keep, "soak-keep", false, "soak: keep the data directory and the appliance's log (kept anyway when the soak fails)")

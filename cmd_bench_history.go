@@ -68,7 +68,9 @@ func (h *historyFlags) register(fs *flag.FlagSet) {
 func (h *historyFlags) config(launch func(...string) *exec.Cmd, out io.Writer) (bench.HistoryConfig, error) {
 	cfg := bench.HistoryConfig{EventsPerDay: h.perDay, Recording: h.recording, Keep: h.keep != "", Rebuild: h.rebuild, Settle: h.settle,
 		Lakes: h.lakes, Launch: launch, Version: buildVersion(), ReadyTimeout: h.readyTimeout, Refresh: h.refresh,
-		SteadyRefreshes: h.steady, Out: out}
+		SteadyRefreshes: h.steady, Out: out,
+		Disk: bench.DiskPlan{FSBytes: bench.TargetDiskFS, RealPerDay: bench.RealEventsPerDay, BrokerShare: 1.0 / retentionBytesShare,
+			BrokerAge: defaultRetention, Reserve: defaultDiskReserve}}
 	var fe flagErrors
 	for _, s := range strings.Split(h.days, ",") {
 		d, err := strconv.ParseFloat(strings.TrimSpace(s), 64)

@@ -106,3 +106,44 @@ func TestSoakShort(t *testing.T) {
 		t.Errorf("soak.md lacks the verdict or the chart:\n%s", md)
 	}
 }
+
+// TestSoakShortOnS3 is `bench --soak --soak-warehouse s3` in small: the
+// appliance on gofakes3 served by the soak, with run's default settings
+// for S3 (the S3 trigger), fed for 40 s, drained and verified against the
+// S3 warehouse; its report has the object-store requests, counted by the
+// appliance, per event and per day, and the freshness of every silver row.
+func TestSoakShortOnS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 40 s soak of the real appliance on S3; skipped with -short")
+	}
+	out := t.TempDir()
+	cfg := verify.SoakConfig{
+		Duration: 40 * time.Second, Rate: 50, Burst: 150, BurstEvery: 20 * time.Second, BurstLength: 3 * time.Second,
+		Sample: 2 * time.Second, Warmup: 4 * time.Second, S3: true,
+		Launch: func(args []string) *exec.Cmd { return selfCommand(append([]string{"run"}, args...)...) },
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := runSoak(ctx, cfg, soakOptions{out: out, name: "soak", command: "TestSoakShortOnS3"}, testWriter{t})
+	if err != nil {
+		t.Fatalf("soak on S3: %v", err)
+	}
+	s := res.Summary
+	if !s.Verified || !s.EverythingInSilver || len(s.FailedChecks) > 0 || s.Silver == 0 {
+		t.Fatalf("not complete: verified %v, every event in silver %v, failed %v, silver %d of %d",
+			s.Verified, s.EverythingInSilver, s.FailedChecks, s.Silver, s.ExpectedSilver)
+	}
+	if s.ObjectStore == nil || s.ObjectStore.Put == 0 || s.RequestsPerEvent <= 0 || s.RequestsPerDay <= 0 || s.RequestUSDPerDay <= 0 {
+		t.Fatalf("no object-store requests in the summary: %+v, %v per event, %v per day, %v USD per day",
+			s.ObjectStore, s.RequestsPerEvent, s.RequestsPerDay, s.RequestUSDPerDay)
+	}
+	if s.FreshRows != s.Silver || s.FreshP95 <= 0 {
+		t.Errorf("freshness of %d silver rows (p95 %v s), want every one of %d", s.FreshRows, s.FreshP95, s.Silver)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "soak.md"))
+	for _, w := range []string{"## Object-store requests", "--warehouse s3://", "| every event in silver | yes:"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("soak.md lacks %q:\n%s", w, md)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +32,7 @@ const defaultDemoDir = "./lakehouse-demo"
 // them takes; the hourly mart gets 7 hours.
 const defaultDemoSpan = 6 * time.Hour
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("demo", stderr)
 	var f pipelineFlags
 	f.register(fs)
@@ -57,6 +58,24 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := resetDemoDir(f.data); err != nil {
 		return err
 	}
+	summarised := false
+	defer func() {
+		// Ctrl-C (or SIGTERM): one line saying what is left, whatever
+		// step it stopped.
+		if ctx.Err() == nil {
+			return
+		}
+		abs, _ := filepath.Abs(f.data)
+		if summarised {
+			fmt.Fprintf(stdout, "demo: stopped; the lake in %s is as summarised above\n", abs)
+			if errors.Is(err, context.Canceled) {
+				err = nil // a failed check stays the exit status
+			}
+			return
+		}
+		err = interrupted(fmt.Sprintf("the demo stopped before its summary; the lake in %s holds what was committed by then (`%s verify --data %s` checks it; the next demo starts it over)",
+			abs, self(), shellJoin([]string{abs})))
+	}()
 	out := io.Discard // the demo prints its own progress; --log-format json or LAKEHOUSE_DEMO_VERBOSE shows the log
 	if f.logFormat == "json" || os.Getenv("LAKEHOUSE_DEMO_VERBOSE") != "" {
 		out = stderr
@@ -81,8 +100,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- p.run(runCtx, io.Discard) }()
-	if url := p.waitHTTP(runCtx); url != "" {
-		fmt.Fprintf(stdout, "demo: dashboard at %s/ (metrics %[1]s/metrics; --follow keeps it up)\n", url)
+	dashboard := p.waitHTTP(runCtx)
+	if dashboard != "" {
+		fmt.Fprintf(stdout, "demo: dashboard at %s/ (metrics %[1]s/metrics; --follow keeps it up)\n", dashboard)
 	}
 
 	want := counts.OnTime + counts.Resent + counts.Late
@@ -104,10 +124,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// A failed check or a summary that could not run fails the demo (a
 	// non-zero exit), after the lake's address is printed for a look.
 	failed := p.demoSummary(ctx, stdout)
+	summarised = ctx.Err() == nil
 	if failed != nil {
 		fmt.Fprintf(stdout, "demo: FAILED: %v\n", failed)
 	}
 	printDemoLake(stdout, f.data)
+	if !*follow && dashboard != "" && interactive(stdout) {
+		// A person at a terminal gets to look at the dashboard the demo
+		// printed before it goes away.
+		holdDashboard(ctx, os.Stdin, stdout, dashboard)
+	}
 	return demoFinish(stdout, *follow, errc, stop, failed)
 }
 
@@ -123,6 +149,7 @@ func demoFinish(stdout io.Writer, follow bool, errc <-chan error, stop context.C
 		if err = <-errc; errors.Is(err, context.Canceled) {
 			err = nil
 		}
+		fmt.Fprintln(stdout, "demo: done; the appliance and its dashboard stopped (--follow keeps them up until Ctrl-C)")
 	}
 	if failed != nil {
 		return failed
@@ -153,10 +180,10 @@ func printDemoLake(stdout io.Writer, data string) {
 	abs, _ := filepath.Abs(data)
 	fmt.Fprintf(stdout, `
 demo: the lake is in %s
-  look at it:   go run . topics --data %[1]s
-                go run . verify --data %[1]s
-                go run . query --data %[1]s "SELECT wiki, count(*) AS edits FROM silver.edits GROUP BY wiki ORDER BY edits DESC LIMIT 5"
-`, abs)
+  look at it:   %[2]s topics --data %[1]s
+                %[2]s verify --data %[1]s
+                %[2]s query --data %[1]s "SELECT wiki, count(*) AS edits FROM silver.edits GROUP BY wiki ORDER BY edits DESC LIMIT 5"
+`, shellJoin([]string{abs}), self())
 }
 
 // checkDemoFlags refuses demo settings that cannot work (the demo makes
@@ -251,4 +278,19 @@ func resetDemoDir(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, demoMarker), []byte("made by `lakehouse demo`; the next demo may delete this directory\n"), 0o644)
+}
+
+// holdDashboard keeps the appliance (and its dashboard) up until a line
+// is read from in (Enter) or ctx ends (Ctrl-C).
+func holdDashboard(ctx context.Context, in io.Reader, stdout io.Writer, url string) {
+	fmt.Fprintf(stdout, "demo: the dashboard stays up at %s/ until you press Enter (or Ctrl-C)\n", url)
+	read := make(chan struct{})
+	go func() {
+		_, _ = bufio.NewReader(in).ReadString('\n')
+		close(read)
+	}()
+	select {
+	case <-read:
+	case <-ctx.Done():
+	}
 }

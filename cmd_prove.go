@@ -29,7 +29,7 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Loops, "loops", verify.DefaultLoops, "loops of the recording, each with fresh event ids")
 	fs.IntVar(&cfg.Sample, "sample", verify.DefaultSample, "events in the recording")
 	fs.DurationVar(&cfg.Trigger, "trigger", verify.DefaultProveTrigger, "trigger of the appliance's streams")
-	fs.IntVar(&cfg.MaxOffsetsPerTrigger, "max-offsets-per-trigger", verify.DefaultProveMaxOffset, "bronze batch size cap")
+	fs.IntVar(&cfg.MaxOffsetsPerTrigger, "max-offsets-per-trigger", 0, fmt.Sprintf("bronze batch size cap (0: sized so the backlog holds 2 x kills + 3 batches, at most %d)", verify.DefaultProveMaxOffset))
 	fs.StringVar(&cfg.DataDir, "data", "", "fresh data directory for the run (default: a new temporary directory, kept)")
 	fs.BoolVar(&cfg.RESTCatalog, "rest-catalog", false, "keep the tables in an Iceberg REST catalog this command serves on loopback (the appliance runs with --catalog rest+http://...)")
 	brokerKind := fs.String("broker", "embedded", "the appliance's broker: embedded (broker.db) or kafka (a Kafka cluster, kfake, this command runs on loopback)")
@@ -82,8 +82,7 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.Progress = display(stdout)
 	res, err := verify.Prove(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stdout, "prove: %v (seed %d; logs in %s)\n", err, res.Seed, cfg.DataDir)
-		return err
+		return fmt.Errorf("%w (seed %d; logs in %s)", err, res.Seed, cfg.DataDir)
 	}
 	return nil
 }

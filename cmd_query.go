@@ -39,6 +39,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	c.orDemo(fs, stderr)
 	switch len(pos) {
 	case 1:
 	case 0:
@@ -52,7 +53,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--timeout %s: want a positive duration: %w", *timeout, errUsage)
 	}
 	if _, err := os.Stat(c.data); err != nil {
-		return fmt.Errorf("no lake at %s (run `lakehouse demo` first, or pass --data): %w", c.data, err)
+		return fmt.Errorf("no lake at %s (run `%s demo` first, or pass --data): %w", c.data, self(), err)
 	}
 	_, lake, live, err := c.openReaders(ctx, *warehouse, false, true)
 	if err != nil {

@@ -41,6 +41,9 @@ func runReland(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer lake.Close()
+	if err := lake.PendingUpgrades(ctx); err != nil {
+		return &olderLakeError{data: c.data, err: err} // reland reads bronze by its current column names
+	}
 	var r stream.Reland
 	if *dry {
 		r, err = stream.PlanReland(ctx, db, lake)

@@ -10,20 +10,32 @@ func init() {
 	register(&command{name: "run", summary: "run the appliance on the live stream (the default command)", run: runRun})
 }
 
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// parseRunFlags parses and checks run's flags: run itself and systemd,
+// which checks the flags it writes into the unit's ExecStart, use it.
+func parseRunFlags(args []string, stderr io.Writer) (*pipelineFlags, error) {
 	fs := newFlags("run", stderr)
-	var f pipelineFlags
+	f := new(pipelineFlags)
 	f.register(fs)
 	fs.StringVar(&f.role, "role", envOr(envRole, roleAll), "the part of the appliance this process runs: all, or ingest, stream or marts as separate processes over --broker kafka://... and --catalog rest+http://... (env "+envRole+")")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
+	f.warehouseDefaults(fs)
 	if err := f.check(true); err != nil {
-		return err
+		return nil, err
 	}
 	if err := f.checkHTTP(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	pf, err := parseRunFlags(args, stderr)
+	if err != nil {
 		return err
 	}
+	f := *pf
 	killAt, err := killAtFromEnv()
 	if err != nil {
 		return err

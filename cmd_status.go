@@ -30,6 +30,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	c.orDemo(fs, stderr)
 	httpSet := false
 	fs.Visit(func(f *flag.Flag) { httpSet = httpSet || f.Name == "http" })
 	if !httpSet {
@@ -54,7 +55,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("no appliance answering at %s (is `lakehouse run` running? --http names its address): %w", base, err)
+		return fmt.Errorf("no appliance answering at %s (is `%s run` running? --http names its address): %w", base, self(), err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -86,6 +87,9 @@ func printStatus(w io.Writer, o observation) {
 	for _, r := range o.Health.Reasons {
 		fmt.Fprintf(w, "  ! %s\n", r)
 	}
+	for _, r := range o.Health.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", r)
+	}
 	h := o.Hops
 	fmt.Fprintf(w, "\npipeline: source %s -> broker %s (dead-letter %s) -> bronze %s -> silver %s -> sessions %s -> gold %s rows\n",
 		humanize.Count(h.SourceSeen), humanize.Count(h.Broker), humanize.Count(h.DLQ), humanize.Count(h.Bronze),
@@ -103,8 +107,20 @@ func printStatus(w io.Writer, o observation) {
 			fmt.Fprintf(w, "  last error: %s\n", in.LastError)
 		}
 	}
-	if f := o.Fresh; !math.IsNaN(float64(f.NowS)) {
-		fmt.Fprintf(w, "freshness of %s: newest row %.1f s old; last hour p50 %.2f s, p95 %.2f s\n", f.Table, float64(f.NowS), float64(f.HourP50), float64(f.HourP95))
+	if d := o.Disk; d != nil {
+		printDisk(w, *d)
+	}
+	if r := o.ObjectStore; r != nil {
+		fmt.Fprintf(w, "object store: %s requests since start (PUT %s, POST %s, LIST %s, GET %s, HEAD %s, DELETE %s), %.3f USD at S3 Standard list prices\n",
+			humanize.Count(r.Total()), humanize.Count(r.Put), humanize.Count(r.Post), humanize.Count(r.List), humanize.Count(r.Get),
+			humanize.Count(r.Head), humanize.Count(r.Delete), r.USD())
+	}
+	if f := o.Fresh; !math.IsNaN(float64(f.HourP50)) || !math.IsNaN(float64(f.NowS)) {
+		// The appliance's delay first: the events' age holds Wikimedia's
+		// delay too, and a replay's back-dating.
+		fmt.Fprintf(w, "freshness of %s: intake to commit p50 %s, p95 %s (last hour); event time: newest row %s old, p50 %s at commit\n",
+			f.Table, humanize.Seconds(float64(f.HourP50)), humanize.Seconds(float64(f.HourP95)),
+			humanize.Seconds(float64(f.NowS)), humanize.Seconds(float64(f.EventHourP50)))
 	}
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nquery\tbatch\tlag\tlast batch\tlast commit\trows in\trows out\tlate\tduplicates")
@@ -138,5 +154,24 @@ func printStatus(w io.Writer, o observation) {
 			}
 			fmt.Fprintf(w, "  %s %s %s %s\n", e.Time.Local().Format(time.TimeOnly), e.Level, e.Msg, e.Attrs)
 		}
+	}
+}
+
+// printDisk prints the disk budget: the components, the growth per day
+// and the days left before the disk reserve.
+func printDisk(w io.Writer, d diskObs) {
+	var parts []string
+	for _, c := range d.Components {
+		parts = append(parts, c.Name+" "+humanize.Bytes(c.Bytes))
+	}
+	fmt.Fprintf(w, "disk: %s in %s (%s); %s free of %s, reserve %s\n", humanize.Bytes(d.Used), d.Dir,
+		strings.Join(parts, ", "), humanize.Bytes(d.Free), humanize.Bytes(d.FSBytes), humanize.Bytes(d.Reserve))
+	switch g, left := float64(d.GrowthDay), float64(d.DaysLeft); {
+	case math.IsNaN(g):
+		fmt.Fprintf(w, "  growth: measuring (needs %s of samples)\n", diskMinSpan)
+	case math.IsNaN(left):
+		fmt.Fprintf(w, "  growth: %s/day over the last %s: not growing, no limit in sight\n", humanize.Bytes(int64(g)), time.Duration(d.MeasuredS*float64(time.Second)).Round(time.Minute))
+	default:
+		fmt.Fprintf(w, "  growth: %s/day over the last %s: %.1f days left before the disk reserve\n", humanize.Bytes(int64(g)), time.Duration(d.MeasuredS*float64(time.Second)).Round(time.Minute), left)
 	}
 }

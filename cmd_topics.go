@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 
 	"lakehouse/broker"
@@ -20,6 +21,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	c.orDemo(fs, stderr)
 	db, _, _, err := c.openReaders(ctx, "", true, false)
 	if err != nil {
 		return err
@@ -34,20 +36,40 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "topic\tpartition\tstart\tend\tmessages\tbytes\t")
+	// bytes: key and value bytes held (blank on Kafka, which cannot tell
+	// them without reading the records); stored: what they take in the
+	// broker's storage (compressed; blank where the broker cannot say).
+	fmt.Fprintln(tw, "topic\tpartition\tstart\tend\tmessages\tbytes\tstored\t")
 	// Messages are the records a partition holds: End-Start on the
 	// embedded broker, counted on Kafka, whose offsets skip.
 	for _, t := range topics {
-		var all int64
+		var all, stored int64
 		for _, p := range t.Partitions {
 			n, err := broker.CountHeld(ctx, db, t.Name, p, p.Start, p.End)
 			if err != nil {
 				return err
 			}
 			all += n
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", t.Name, p.Partition, p.Start, p.End, n, p.Bytes)
+			stored += p.Stored
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", t.Name, p.Partition, p.Start, p.End, n, bytesText(p), storedText(p.Stored))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t\t\t%d\t\t\n", t.Name, "all", all)
+		fmt.Fprintf(tw, "%s\t%s\t\t\t%d\t\t%s\t\n", t.Name, "all", all, storedText(stored))
 	}
 	return tw.Flush()
+}
+
+// bytesText is the bytes column: blank where the broker cannot say.
+func bytesText(p broker.PartitionOffsets) string {
+	if !p.BytesKnown() {
+		return ""
+	}
+	return strconv.FormatInt(p.Bytes, 10)
+}
+
+// storedText is the stored column: blank where the broker cannot say (0).
+func storedText(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
 }

@@ -34,6 +34,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	c.orDemo(fs, stderr)
 	var fe flagErrors
 	fe.checkEventTime(exp.WatermarkDelay, exp.MaxEventAhead)
 	if err := fe.err(); err != nil {

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"lakehouse/internal/fault"
 	"lakehouse/internal/gcpace"
@@ -106,6 +109,10 @@ func (c *common) brokerPath() string { return filepath.Join(c.data, "broker.db")
 // drain a full broker's worth of batches into the warehouse.
 const defaultDiskReserve = 128 << 20
 
+// defaultRetention is --retention's default: a week of the broker's
+// records, the past `reland` can replay.
+const defaultRetention = 7 * 24 * time.Hour
+
 // armFaultsFromEnv arms the crash hook LAKEHOUSE_CRASH_AT names
 // ("hook[:skip]"; prove and the kill tests set it for their children). A
 // name no package registered, or a skip that is not a count, is an error:
@@ -135,4 +142,24 @@ func armFaultsFromEnv(stderr io.Writer) error {
 	fault.Arm(name, skip)
 	fmt.Fprintf(stderr, "lakehouse: %s is set: this process will SIGKILL itself at hook %s (after %d hits); for kill tests and prove only\n", envCrashAt, name, skip)
 	return nil
+}
+
+// orDemo points a command that reads a lake at the demo's when no data
+// directory was chosen (neither --data nor LAKEHOUSE_DATA), there is no
+// ./lakehouse-data and the demo made ./lakehouse-demo: after `lakehouse
+// demo`, `lakehouse query ...` reads what it wrote. It says so on stderr.
+func (c *common) orDemo(fs *flag.FlagSet, stderr io.Writer) {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "data" })
+	if set || os.Getenv(envData) != "" || c.data != defaultDataDir {
+		return
+	}
+	if _, err := os.Stat(defaultDataDir); !errors.Is(err, iofs.ErrNotExist) {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(defaultDemoDir, demoMarker)); err != nil {
+		return
+	}
+	c.data = defaultDemoDir
+	fmt.Fprintf(stderr, "lakehouse: no %s here: reading the demo's lake in %s (--data chooses another)\n", defaultDataDir, defaultDemoDir)
 }

@@ -307,21 +307,7 @@ func TestDashboardMissingParts(t *testing.T) {
 	if !strings.Contains(string(body), `"now_s":null`) || !strings.Contains(string(body), `"queries":null`) {
 		t.Fatalf("inconclusive: the observation is not the sparse one wanted: %s", body)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /", dashboard.Handler())
-	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-
-	p := openDashboard(t, browser, "http://"+ln.Addr().String()+"/")
+	p := openDashboard(t, browser, serveDashboard(t, func() []byte { return body }))
 	v := p.waitView(t, 30*time.Second, "the page to draw the sparse status", func(v pageView) bool { return v.State == "live" && v.Updates >= 2 })
 	for panel, want := range map[string]string{
 		"panel-health":    "starting: not evaluated yet",
@@ -341,6 +327,26 @@ func TestDashboardMissingParts(t *testing.T) {
 	}
 	p.noProblems(t)
 	p.saveScreenshot(t, "dashboard-missing-parts.png", 1280)
+}
+
+// serveDashboard serves the dashboard's page with status as its
+// /api/status on loopback and returns the page's URL.
+func serveDashboard(t *testing.T, status func() []byte) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("GET /", dashboard.Handler())
+	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(status())
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String() + "/"
 }
 
 // hopCounts are the counts the pipeline diagram must show.

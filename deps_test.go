@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// allowedImports is the dependency direction of DESIGN.md: which top-level
-// project packages each top-level package may import (its own sub-packages
-// and lakehouse/internal/... are always allowed).
+// allowedImports is the dependency direction docs/source.md describes:
+// which top-level project packages each top-level package may import (its
+// own sub-packages and lakehouse/internal/... are always allowed).
 var allowedImports = map[string][]string{
 	"broker": nil,
 	"ingest": {"broker"},
@@ -43,7 +43,7 @@ func TestDependencyDirection(t *testing.T) {
 			}
 			top, _, _ := strings.Cut(rest, "/")
 			if !ok[top] {
-				t.Errorf("%s depends on %s; DESIGN.md allows only %v", pkg, dep, allowed)
+				t.Errorf("%s depends on %s; docs/source.md allows only %v", pkg, dep, allowed)
 			}
 		}
 	}

@@ -99,10 +99,16 @@ func (f *pipelineFlags) check(withSource bool) error {
 	}
 	e.notNegative("refresh", f.refresh, "no marts")
 	e.notNegative("retention", f.retention, "keeping every record")
+	if f.retentionBytes < retentionBytesAuto {
+		e.add("retention-bytes", "%d: want a number of bytes, 0 for no size limit, or -1 for a fifth of the file system", f.retentionBytes)
+	}
 	e.notNegative("dlq-retention", f.dlqRetention, "keeping every dead letter")
 	e.notNegative("ops-retention", f.opsRetention, "keeping every ops row")
 	if f.diskReserve < 0 {
 		e.add("disk-reserve", "%d: want a number of bytes, or 0 for no reserve", f.diskReserve)
+	}
+	if f.httpBounds.MaxConns < 0 {
+		e.add("http-max-conns", "%d: want at least 1, or 0 for a quarter of the open-file limit", f.httpBounds.MaxConns)
 	}
 	if f.maxSnapshots < 1 {
 		e.add("max-snapshots", "%d: want at least 1", f.maxSnapshots)

@@ -41,8 +41,10 @@ func TestBadFlagsRefusedBeforeDataDir(t *testing.T) {
 		{"run", []string{"--refresh", "-1m"}, "--refresh"},
 		{"run", []string{"--retention", "-1h"}, "--retention"},
 		{"run", []string{"--disk-reserve", "-1"}, "--disk-reserve"},
+		{"run", []string{"--retention-bytes", "-2"}, "--retention-bytes"},
 		{"run", []string{"--ops-retention", "-1h"}, "--ops-retention"},
 		{"run", []string{"--max-snapshots", "0"}, "--max-snapshots"},
+		{"run", []string{"--http-max-conns", "-1"}, "--http-max-conns"},
 		{"run", []string{"--keep-snapshots", "30"}, "--keep-snapshots"}, // above --max-snapshots 25
 		{"run", []string{"--marts-memory", "lots"}, "--marts-memory"},
 		{"run", []string{"--source", ""}, "--source"},

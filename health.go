@@ -16,6 +16,9 @@ type healthState struct {
 	Ready bool `json:"ready"`
 	// Reasons say what is wrong, one line each (empty when ready).
 	Reasons []string `json:"reasons,omitempty"`
+	// Warnings say what will be wrong soon (the disk reserve near), one
+	// line each; they do not make the appliance unready.
+	Warnings []string `json:"warnings,omitempty"`
 	// Progressing is false when a query has stopped moving (an error, or
 	// input waiting and no batch): the systemd watchdog is fed only while
 	// it is true.
@@ -63,6 +66,7 @@ func (h *health) state() healthState {
 	defer h.mu.Unlock()
 	s := h.cur
 	s.Reasons = slices.Clone(s.Reasons)
+	s.Warnings = slices.Clone(s.Warnings)
 	return s
 }
 
@@ -83,6 +87,12 @@ func (h *health) evaluate(o observation) healthState {
 			reasons = append(reasons, "catalog: "+t.Error)
 			stalled = true
 		}
+	}
+	for _, t := range o.OddTables {
+		reasons = append(reasons, fmt.Sprintf("catalog: client table %s not served for changes: %s (drop it through REST, or with the appliance stopped: lakehouse catalog --drop %s)", t.Name, t.Reason, t.Name))
+	}
+	if o.OddErr != "" {
+		reasons = append(reasons, "catalog: its entries could not be checked: "+o.OddErr)
 	}
 	for _, q := range o.Queries {
 		r, st := h.queryReasons(q, o, now)
@@ -119,7 +129,11 @@ func (h *health) evaluate(o observation) healthState {
 			reasons = append(reasons, ingestDown)
 		}
 	}
-	next := healthState{Ready: len(reasons) == 0, Reasons: reasons, Progressing: !stalled, IngestDown: ingestDown, CheckedAt: now}
+	var warnings []string
+	if o.Disk != nil && o.Disk.Warning != "" {
+		warnings = append(warnings, o.Disk.Warning)
+	}
+	next := healthState{Ready: len(reasons) == 0, Reasons: reasons, Warnings: warnings, Progressing: !stalled, IngestDown: ingestDown, CheckedAt: now}
 	h.logChanges(h.cur, next)
 	h.cur = next
 	return next

@@ -92,7 +92,7 @@ func TestProveKafkaAbortedBacklog(t *testing.T) {
 	cfg.IngestKills = 4
 	cfg.Kills = 1
 	cfg.Partitions = 1
-	cfg.Loops = 16 // 6,400 events of about 1.2 KB: 7 MiB on the one partition
+	cfg.Loops = 100 // 40,000 events of about 1.2 KB on the one partition: 47 MiB, about 7 as zstd batches
 	cfg.Trigger = 300 * time.Millisecond
 	res := provePasses(t, cfg)
 	if res.Aborted == 0 || res.AbortedBeyond <= kafka.FetchBytes {

@@ -138,7 +138,14 @@ func (c *common) openReaders(ctx context.Context, warehouse string, wantBroker, 
 		if live.holds("catalog") && c.catalog == "" {
 			live.useCatalog(c)
 		}
-		if lake, err = table.Open(ctx, c.readOnlyTableConfig(warehouse)); err != nil {
+		if lake, err = table.Open(ctx, c.readOnlyTableConfig(warehouse)); err == nil && live == nil {
+			// A running appliance upgraded the tables as it started.
+			if err = lake.PendingUpgrades(ctx); err != nil {
+				lake.Close()
+				err = &olderLakeError{data: c.data, err: err}
+			}
+		}
+		if err != nil {
 			if db != nil {
 				db.Close()
 			}

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"lakehouse/internal/boltfile"
 )
 
 // command is one subcommand of the CLI.
@@ -37,12 +39,29 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// programFlags are the flags taken before any command: --help and
+// --version (with one dash too), and -h.
+var programFlags = map[string]func(stdout io.Writer){
+	"help":    usage,
+	"h":       usage,
+	"version": func(w io.Writer) { printVersion(context.Background(), w) },
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	name := "run"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) > 0 {
+		a := args[0]
+		if opt, ok := strings.CutPrefix(a, "-"); ok {
+			if f := programFlags[strings.TrimPrefix(opt, "-")]; f != nil {
+				f(stdout)
+				return 0
+			}
+			fmt.Fprintf(stderr, "lakehouse: %s\n", flagsFirst(args))
+			return 2
+		}
 		name, args = args[0], args[1:]
 	}
-	if name == "help" || name == "-h" || name == "--help" {
+	if name == "help" {
 		if len(args) > 0 {
 			if c := commands[args[0]]; c != nil {
 				_ = c.run(context.Background(), []string{"-h"}, stdout, stdout)
@@ -63,27 +82,56 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	applyRuntimeDefaults()
+	boltfile.Holder = "lakehouse " + name
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := c.run(ctx, args, stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		var ie interruptedError
+		if errors.As(err, &ie) || ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Ctrl-C: one line, the shell's status for SIGINT, and
+			// none of the cancellation's chain of wrapped errors.
+			msg := "interrupted"
+			if ie.state != "" {
+				msg += ": " + ie.state
+			}
+			fmt.Fprintf(stderr, "lakehouse %s: %s\n", name, msg)
+			return exitInterrupted
+		}
 		if errors.Is(err, errUsage) {
 			if err != errUsage { // a usage error with a message of its own
-				fmt.Fprintf(stderr, "lakehouse %s: %v\n", name, err)
+				fmt.Fprintf(stderr, "lakehouse %s: %s\n", name, strings.TrimSuffix(err.Error(), ": "+errUsage.Error()))
 			}
 			return 2
 		}
 		fmt.Fprintf(stderr, "lakehouse %s: %v\n", name, err)
+		if hint := errorHint(err); hint != "" {
+			fmt.Fprintf(stderr, "lakehouse %s: %s\n", name, hint)
+		}
 		return 1
 	}
 	return 0
 }
 
+// flagsFirst is the error for flags given before the command: they would
+// otherwise be run's, and the command after them its stray argument. It
+// shows the line with the flags moved after the first command it names.
+func flagsFirst(args []string) string {
+	msg := fmt.Sprintf("%q comes before the command: flags go after it, as in `lakehouse <command> [flags]`", args[0])
+	for i, a := range args {
+		if commands[a] != nil && a != "help" {
+			moved := append(append([]string{a}, args[i+1:]...), args[:i]...)
+			return msg + "; here: lakehouse " + shellJoin(moved)
+		}
+	}
+	return msg + "; `lakehouse help` lists the commands"
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "lakehouse: the Wikimedia recentchange stream, from the wire to gold marts, exactly once.")
-	fmt.Fprintln(w, "\nUsage: lakehouse <command> [flags]   (lakehouse help <command> for its flags)")
+	fmt.Fprintln(w, "\nUsage: lakehouse <command> [flags]   (flags go after the command; lakehouse help <command> lists its flags)")
 	fmt.Fprintln(w, "\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
@@ -91,8 +139,9 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintln(w, "\nWith no command, lakehouse runs `run`. lakehouse --version prints the version.")
 }
 
 // newFlags returns a flag set whose errors and help go to stderr and whose
@@ -111,7 +160,7 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := parseFlags(fs, args); err != nil {
+		if err := parseFlagsAndArgs(fs, args); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()
@@ -126,7 +175,23 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseFlags parses a command that takes flags only: an argument that is
+// not a flag (a typo, a value after a boolean flag, a second command) is
+// an error rather than silently ignored.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseFlagsAndArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: %s takes flags only, after the command name (a boolean flag takes a value as --flag=false): %w",
+			fs.Arg(0), fs.Name(), errUsage)
+	}
+	return nil
+}
+
+// parseFlagsAndArgs parses the flags up to the first argument that is not
+// one, leaving the rest in fs.Args().
+func parseFlagsAndArgs(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -135,3 +200,31 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// shellJoin joins args into a line a POSIX shell reads back as args.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool { return !safeShellRune(r) }) {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+func safeShellRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r)
+}
+
+// exitInterrupted is the status of a command that Ctrl-C stopped before it
+// was done, as a shell reports a process SIGINT killed (128+2).
+const exitInterrupted = 130
+
+// interruptedError is a command stopped by Ctrl-C or SIGTERM before it was
+// done; state says what it left behind.
+type interruptedError struct{ state string }
+
+func (e interruptedError) Error() string { return "interrupted: " + e.state }
+
+func interrupted(state string) error { return interruptedError{state: state} }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
@@ -70,6 +71,16 @@ var (
 	mCheckObserved  = desc("asset_check_observed", "What the last refresh's asset check observed.", "check")
 	mRefreshDur     = desc("marts_refresh_duration_seconds", "Duration of the last marts refresh.")
 	mRefreshTime    = desc("marts_refresh_timestamp_seconds", "When the last marts refresh started (Unix time).")
+	mHTTPConns      = desc("http_connections", "HTTP connections open.")
+	mHTTPEvicted    = desc("http_connections_evicted_total", "Idle HTTP connections closed to make room at the cap (--http-max-conns).")
+	mHTTPRefused    = desc("http_connections_refused_total", "HTTP connections closed at once at the cap, every open one having a request in flight.")
+	mObjectStore    = desc("object_store_requests_total", "Requests sent to the S3 warehouse since start, by the kind S3 bills (LIST: a GET that lists); absent for a local warehouse or a REST catalog.", "method")
+	mDiskBytes      = desc("disk_bytes", "Bytes a component of the data directory takes on disk (allocated blocks; walked at most every minute).", "component")
+	mDiskFree       = desc("disk_free_bytes", "Free bytes on the data directory's file system.")
+	mDiskReserve    = desc("disk_reserve_bytes", "The disk reserve (--disk-reserve): below it ingest stops storing.")
+	mDiskGrowth     = desc("disk_growth_per_day_bytes", "Growth of the data directory per day over the last day of samples (absent until 10 minutes are measured).")
+	mDiskDaysLeft   = desc("disk_days_left", "Days until the free space reaches the disk reserve at that growth (absent when not growing).")
+	mBrokerStored   = desc("broker_stored_bytes", "Bytes a topic's records take in the broker's storage (compressed): the embedded broker's file, or the Kafka brokers' log directories.", "topic")
 )
 
 // sinkTables maps a query to the table its sink's time column describes.
@@ -87,6 +98,14 @@ func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(mBuild, 1, o.Version, goVersion())
 	gauge(mReady, b2f(o.Health.Ready))
+	c.p.mu.Lock()
+	lim := c.p.httpConns
+	c.p.mu.Unlock()
+	if lim != nil {
+		gauge(mHTTPConns, float64(lim.open()))
+		counter(mHTTPEvicted, float64(lim.evicted.Load()))
+		counter(mHTTPRefused, float64(lim.refused.Load()))
+	}
 	if in := o.Ingest; in != nil {
 		counter(mIngestSeen, float64(in.Seen))
 		counter(mIngestApp, float64(in.Appended))
@@ -99,8 +118,31 @@ func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(mIngestTooLarge, float64(in.Oversized))
 		counter(mIngestBadIDs, float64(in.BadIDs))
 	}
+	if r := o.ObjectStore; r != nil {
+		for m, n := range r.ByMethod() {
+			counter(mObjectStore, float64(n), m)
+		}
+	}
+	if d := o.Disk; d != nil {
+		for _, c := range d.Components {
+			gauge(mDiskBytes, float64(c.Bytes), c.Name)
+		}
+		gauge(mDiskFree, float64(d.Free))
+		gauge(mDiskReserve, float64(d.Reserve))
+		if g := float64(d.GrowthDay); !math.IsNaN(g) {
+			gauge(mDiskGrowth, g)
+		}
+		if l := float64(d.DaysLeft); !math.IsNaN(l) {
+			gauge(mDiskDaysLeft, l)
+		}
+	}
 	for _, t := range o.Topics {
 		gauge(mBrokerRecords, float64(t.Records), t.Name)
+		var stored int64
+		for _, po := range t.Partitions {
+			stored += po.Stored
+		}
+		gauge(mBrokerStored, float64(stored), t.Name)
 		for _, po := range t.Partitions {
 			gauge(mBrokerEnd, float64(po.End), t.Name, strconv.Itoa(po.Partition))
 		}

@@ -110,7 +110,7 @@ func TestMetrics(t *testing.T) {
 
 // allowedLabels keeps cardinality low: no ids, offsets or times as labels.
 var allowedLabels = map[string]bool{"query": true, "table": true, "topic": true, "partition": true, "check": true,
-	"version": true, "goversion": true}
+	"version": true, "goversion": true, "component": true, "method": true}
 
 func checkNaming(t *testing.T, fams map[string]*dto.MetricFamily) {
 	t.Helper()

@@ -37,7 +37,18 @@ type observation struct {
 	Log      []logEntry            `json:"log"`
 	Runtime  *verify.RuntimeStatus `json:"runtime,omitempty"`
 	Hops     hops                  `json:"hops"`
+	Disk     *diskObs              `json:"disk,omitempty"`
 	Settings map[string]string     `json:"settings"`
+	// OddTables are catalog entries the lake does not accept (a client's
+	// table under a second warehouse root, or with its metadata where the
+	// location rule refuses it): the appliance runs and serves without
+	// them; `lakehouse catalog` lists and drops them offline.
+	OddTables []table.OddTable `json:"odd_tables,omitempty"`
+	// OddErr says why the catalog's entries could not be checked.
+	OddErr string `json:"odd_tables_error,omitempty"`
+	// ObjectStore counts the requests sent to an S3 warehouse since start
+	// (absent when nothing is counted: local disk, a REST catalog).
+	ObjectStore *table.ObjectStoreRequests `json:"object_store_requests,omitempty"`
 }
 
 type ingestObs struct {
@@ -84,12 +95,18 @@ type tableObs struct {
 	Error string `json:"error,omitempty"`
 }
 
+// freshObs is silver's freshness. The hour's p50 and p95 and the series
+// are the appliance's delay: commit time minus the broker's append time of
+// each record silver read (what the benchmarks' 1 s figure measures). The
+// event figures are commit (or now) minus the events' meta.dt, which also
+// holds Wikimedia's delay and, in a replay, the recording's age.
 type freshObs struct {
-	Table   string       `json:"table"`
-	NowS    jsonFloat    `json:"now_s"` // now minus the newest committed intake time (null: none yet)
-	HourP50 jsonFloat    `json:"hour_p50_s"`
-	HourP95 jsonFloat    `json:"hour_p95_s"`
-	Series  []freshPoint `json:"series"`
+	Table        string       `json:"table"`
+	HourP50      jsonFloat    `json:"hour_p50_s"`
+	HourP95      jsonFloat    `json:"hour_p95_s"`
+	EventHourP50 jsonFloat    `json:"event_hour_p50_s"`
+	NowS         jsonFloat    `json:"now_s"` // now minus the newest committed meta.dt (null: none yet)
+	Series       []freshPoint `json:"series"`
 }
 
 // jsonFloat is a float64 that encodes NaN and infinities as null.
@@ -196,7 +213,19 @@ func (p *pipeline) observe(ctx context.Context) observation {
 			o.Hops.Gold += st.Records
 		}
 	}
+	if p.lake != nil {
+		odd, err := p.lake.OddTables(ctx)
+		o.OddTables = odd
+		if err != nil {
+			o.OddErr = err.Error()
+		}
+	}
+	o.ObjectStore = p.objectStoreRequests()
 	o.Fresh = p.observeFreshness(now)
+	if p.disk != nil {
+		d := p.disk.observe(now)
+		o.Disk = &d
+	}
 	if mts != nil {
 		if rep, ok := mts.LastReport(); ok {
 			o.Refresh = &refreshObs{RunID: rep.RunID, Started: rep.Started, DurationS: rep.Duration.Seconds(),
@@ -269,11 +298,24 @@ func queryOrder(name string) int {
 }
 
 func (p *pipeline) observeFreshness(now time.Time) freshObs {
-	series, hour := p.tel.freshSeries()
-	f := freshObs{Table: table.SilverEdits, NowS: jsonFloat(math.NaN()), HourP50: jsonFloat(hour.Quantile(0.5)),
-		HourP95: jsonFloat(hour.Quantile(0.95)), Series: series}
+	series, intake, event := p.tel.freshSeries()
+	f := freshObs{Table: table.SilverEdits, NowS: jsonFloat(math.NaN()), HourP50: jsonFloat(intake.Quantile(0.5)),
+		HourP95: jsonFloat(intake.Quantile(0.95)), EventHourP50: jsonFloat(event.Quantile(0.5)), Series: series}
 	if t, ok := p.tel.query(freshQuery); ok && !t.Newest.IsZero() {
 		f.NowS = jsonFloat(now.Sub(t.Newest).Seconds())
 	}
 	return f
+}
+
+// objectStoreRequests is the lake's count of S3 requests, nil when it
+// counts none.
+func (p *pipeline) objectStoreRequests() *table.ObjectStoreRequests {
+	if p.lake == nil {
+		return nil
+	}
+	r, ok := p.lake.ObjectStoreRequests()
+	if !ok {
+		return nil
+	}
+	return &r
 }

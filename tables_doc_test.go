@@ -12,7 +12,7 @@ import (
 	"lakehouse/table"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "rewrite docs/tables.md from the tables' schemas")
+var updateDocs = flag.Bool("update-docs", false, "rewrite the generated docs (docs/tables.md, docs/flags.md) from the code")
 
 // tablesReference renders docs/tables.md: every table of the lake with
 // what it holds and each column's type and meaning, from the schemas the

@@ -18,7 +18,7 @@ type telemetry struct {
 
 	mu      sync.Mutex
 	queries map[string]*queryTotals
-	fresh   freshRing  // silver.edits rows: commit time minus intake time
+	fresh   freshRing  // silver: commit time minus intake, and minus meta.dt
 	rate    rateWindow // events seen by ingest, sampled
 	logs    *logRing
 }
@@ -89,8 +89,8 @@ func (t *telemetry) onBatch(query string) func(stream.Progress) {
 		q.recent[q.recentN%recentBatches] = recent{at: now, candidates: p.RowsIn - p.Stats.Skipped, rowsIn: p.RowsIn, rowsOut: p.RowsOut,
 			late: p.Stats.DroppedByWatermark, lag: p.Lag, batchSecond: p.Total.Seconds()}
 		q.recentN++
-		if query == freshQuery && p.Latency != nil {
-			t.fresh.add(now, p.Latency)
+		if query == freshQuery && (p.Intake != nil || p.Latency != nil) {
+			t.fresh.add(now, p.Intake, p.Latency)
 		}
 	}
 }
@@ -191,51 +191,63 @@ func (d *durations) buckets() map[float64]uint64 {
 	return out
 }
 
-// freshRing holds one latency histogram per minute for the last hour.
+// freshRing holds two histograms per minute for the last hour: the
+// appliance's delay (commit time minus the broker's append time of each
+// bronze record silver read) and the events' age (commit time minus each
+// silver row's meta.dt). The first is what the appliance controls; the
+// second also holds Wikimedia's delay, and a replay's back-dating.
 type freshRing struct {
 	minutes [60]freshMinute
 }
 
 type freshMinute struct {
-	start time.Time // the minute (truncated); zero: unused
-	hist  stream.Histogram
+	start  time.Time // the minute (truncated); zero: unused
+	intake stream.Histogram
+	event  stream.Histogram
 }
 
-func (r *freshRing) add(now time.Time, h *stream.Histogram) {
+func (r *freshRing) add(now time.Time, intake, event *stream.Histogram) {
 	m := now.Truncate(time.Minute)
 	slot := &r.minutes[m.Unix()/60%60]
 	if !slot.start.Equal(m) {
 		*slot = freshMinute{start: m}
 	}
-	slot.hist.Add(h)
+	slot.intake.Add(intake)
+	slot.event.Add(event)
 }
 
-// freshPoint is one minute of the freshness chart.
+// freshPoint is one minute of the freshness chart: p50 and p95 of the
+// appliance's delay over the records silver read, and the p50 of the
+// events' age over the rows it committed.
 type freshPoint struct {
-	Minute time.Time `json:"minute"`
-	Rows   uint64    `json:"rows"`
-	P50    float64   `json:"p50_s"`
-	P95    float64   `json:"p95_s"`
+	Minute   time.Time `json:"minute"`
+	Records  uint64    `json:"records"` // bronze records silver read
+	Rows     uint64    `json:"rows"`    // silver rows committed
+	P50      float64   `json:"p50_s"`
+	P95      float64   `json:"p95_s"`
+	EventP50 jsonFloat `json:"event_p50_s"` // null: no silver row that minute
 }
 
-// series returns the minutes of the last hour that saw rows, oldest first,
-// and the histogram of the whole hour.
-func (t *telemetry) freshSeries() ([]freshPoint, stream.Histogram) {
+// freshSeries returns the minutes of the last hour that saw records,
+// oldest first, and the histograms of the whole hour (intake, event).
+func (t *telemetry) freshSeries() ([]freshPoint, stream.Histogram, stream.Histogram) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	var out []freshPoint
-	var hour stream.Histogram
+	var intake, event stream.Histogram
 	for i := 59; i >= 0; i-- {
 		m := now.Truncate(time.Minute).Add(-time.Duration(i) * time.Minute)
 		slot := &t.fresh.minutes[m.Unix()/60%60]
-		if !slot.start.Equal(m) || slot.hist.Count() == 0 {
+		if !slot.start.Equal(m) || slot.intake.Count() == 0 {
 			continue
 		}
-		hour.Add(&slot.hist)
-		out = append(out, freshPoint{Minute: m, Rows: slot.hist.Count(), P50: slot.hist.Quantile(0.5), P95: slot.hist.Quantile(0.95)})
+		intake.Add(&slot.intake)
+		event.Add(&slot.event)
+		out = append(out, freshPoint{Minute: m, Records: slot.intake.Count(), Rows: slot.event.Count(),
+			P50: slot.intake.Quantile(0.5), P95: slot.intake.Quantile(0.95), EventP50: jsonFloat(slot.event.Quantile(0.5))})
 	}
-	return out, hour
+	return out, intake, event
 }
 
 // rateWindow samples a growing counter to give its rate over the last minute.

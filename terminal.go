@@ -29,3 +29,15 @@ func display(w io.Writer) progress.Display {
 	}
 	return d
 }
+
+// interactive reports whether a person is at the command: stdin and w
+// (its stdout) are both terminals.
+func interactive(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isCharDevice(f) && isCharDevice(os.Stdin)
+}
+
+func isCharDevice(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -28,7 +28,22 @@
 // not change: the appliance marks its own (bronze, silver, gold, ops),
 // whose only writer is the appliance itself; any change there is 403
 // ForbiddenException. Namespaces and tables of other names are the
-// clients' own.
+// clients' own. Where their files may go is the catalog's to check
+// (table/catalog's Options.Guard): a location it refuses is 400
+// BadRequestException, one inside another owner's directories 403, with
+// nothing written. A drop with purgeRequested=true drops the entry and
+// deletes the files the catalog allows (a file it keeps is logged; the
+// drop stands).
+//
+// Every answer is one the spec allows its operation: an error status an
+// operation may not answer is sent as 400 with the same exception type
+// (route.extra), a 406 carries the bare error model. POST /v1/oauth/tokens
+// (deprecated in the spec) issues no tokens: it answers the spec's
+// OAuthError (400 unsupported_grant_type or invalid_request). Requests are
+// bounded (bounds.go): names must be directory names of at most 255 bytes
+// (a namespace's levels joined by "." at most 252), bodies at most 1 MiB
+// (8 MiB for a table create or commit), four requests with a body at
+// once; past a bound, 400 naming it.
 //
 // What survives a crash: whatever the catalog's calls made durable before
 // they returned; the server keeps no state of its own.

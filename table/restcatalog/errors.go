@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -40,8 +41,10 @@ type errorModel struct {
 // says in the spec.
 func statusOf(err error) (int, string) {
 	switch {
-	case errors.Is(err, ErrReadOnly):
+	case errors.Is(err, ErrReadOnly), errors.Is(err, catalog.ErrReserved):
 		return http.StatusForbidden, "ForbiddenException"
+	case errors.Is(err, catalog.ErrLocation), errors.Is(err, catalog.ErrLimit):
+		return http.StatusBadRequest, "BadRequestException"
 	case errors.Is(err, ErrBadRequest), errors.Is(err, icecat.ErrInvalidIdentifier):
 		return http.StatusBadRequest, "BadRequestException"
 	case errors.Is(err, ErrUnsupported):
@@ -68,17 +71,37 @@ func statusOf(err error) (int, string) {
 	return http.StatusInternalServerError, "InternalServerError"
 }
 
-// writeError sends err as the spec's error object.
+// writeError sends err as the spec's error object, with a status the spec
+// allows the request's operation: one it does not (a 409, 406 or 422 the
+// operation cannot answer) is sent as 400 with the same type. The spec's
+// 406 body is the bare error model, every other one wrapped in "error".
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, typ := statusOf(err)
 	if code >= 500 {
 		s.opts.Logger.Error("iceberg REST: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
+	if extra, ok := s.extra[r.Pattern]; ok && !commonStatus(code) && !slices.Contains(extra, code) {
+		code = http.StatusBadRequest
+	}
 	if r.Method == http.MethodHead {
 		w.WriteHeader(code)
 		return
 	}
+	if code == http.StatusNotAcceptable {
+		writeJSON(w, code, errorModel{Message: err.Error(), Type: typ, Code: code})
+		return
+	}
 	WriteError(w, code, typ, err.Error())
+}
+
+// commonStatus reports whether the spec allows code for every catalog
+// operation.
+func commonStatus(code int) bool {
+	switch code {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, 419, http.StatusServiceUnavailable:
+		return true
+	}
+	return code >= 500
 }
 
 // WriteError sends the spec's error object {"error": {"message", "type",

@@ -61,8 +61,8 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if len(req.Namespace) == 0 || slices.Contains(req.Namespace, "") {
-		s.writeError(w, r, fmt.Errorf("%w: namespace %q: want one or more non-empty levels", ErrBadRequest, req.Namespace))
+	if err := checkNamespace(req.Namespace); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if err := s.readOnly("create namespace", req.Namespace); err != nil {

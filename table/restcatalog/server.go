@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -19,10 +18,6 @@ import (
 // when Options.Prefix is empty: every route but the config is under
 // /v1/<prefix>/.
 const DefaultPrefix = "lakehouse"
-
-// maxBody bounds a request body (a commit of many snapshots is a few
-// hundred KB).
-const maxBody = 16 << 20
 
 // nsSep joins namespace levels in a path segment and in ?parent= (the
 // spec's default separator, 0x1F, sent percent-encoded).
@@ -37,10 +32,6 @@ type Options struct {
 	// asked with the namespace's first level as well as deeper ones, so a
 	// namespace below a protected one is protected too.
 	ReadOnly func(ns icetable.Identifier) bool
-	// Reserved reports whether a client may not create a table at an
-	// explicit location (the read-only namespaces' directories: a client
-	// table there would mix its files with the appliance's); nil: none.
-	Reserved func(location string) bool
 	// Config is the table config sent with every loaded table (file IO
 	// settings a client needs to read the files, never credentials).
 	Config map[string]string
@@ -60,9 +51,11 @@ type Stager interface {
 // Mount it so that its routes start at /v1 (http.StripPrefix for a
 // sub-path).
 type Server struct {
-	cat  icecat.Catalog
-	opts Options
-	mux  *http.ServeMux
+	cat     icecat.Catalog
+	opts    Options
+	mux     *http.ServeMux
+	writers chan struct{}    // requests with a body being served (maxWriters)
+	extra   map[string][]int // a route's pattern -> route.extra
 }
 
 // New returns a Server for cat.
@@ -73,53 +66,74 @@ func New(cat icecat.Catalog, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{cat: cat, opts: opts, mux: http.NewServeMux()}
+	s := &Server{cat: cat, opts: opts, mux: http.NewServeMux(), writers: make(chan struct{}, maxWriters)}
 	s.routes()
 	return s
 }
 
 // route is one served endpoint: its method and path as the spec names it
-// (advertised in /v1/config) and its handler.
+// (advertised in /v1/config), its handler, and the error statuses the spec
+// allows it beyond those it allows every catalog operation (400, 401, 403,
+// 404, 419, 503, 5XX): writeError answers 400 instead of any other.
 type route struct {
 	method, path string
 	h            http.HandlerFunc
+	extra        []int
 }
 
 func (s *Server) table() []route {
+	const (
+		notAcceptable = http.StatusNotAcceptable
+		conflict      = http.StatusConflict
+		unprocessable = http.StatusUnprocessableEntity
+	)
 	return []route{
-		{http.MethodGet, "/v1/{prefix}/namespaces", s.listNamespaces},
-		{http.MethodPost, "/v1/{prefix}/namespaces", s.createNamespace},
-		{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}", s.loadNamespace},
-		{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}", s.namespaceExists},
-		{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}", s.dropNamespace},
-		{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/properties", s.updateNamespace},
-		{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables", s.listTables},
-		{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables", s.createTable},
-		{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", s.loadTable},
-		{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", s.tableExists},
-		{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", s.commitTable},
-		{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", s.dropTable},
-		{http.MethodPost, "/v1/{prefix}/tables/rename", s.renameTable},
+		{http.MethodGet, "/v1/{prefix}/namespaces", s.listNamespaces, nil},
+		{http.MethodPost, "/v1/{prefix}/namespaces", s.createNamespace, []int{notAcceptable, conflict}},
+		{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}", s.loadNamespace, nil},
+		{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}", s.namespaceExists, nil},
+		{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}", s.dropNamespace, []int{conflict}},
+		{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/properties", s.updateNamespace, []int{notAcceptable, unprocessable}},
+		{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables", s.listTables, nil},
+		{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables", s.createTable, []int{conflict}},
+		{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", s.loadTable, nil},
+		{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", s.tableExists, nil},
+		{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", s.commitTable, []int{conflict}},
+		{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", s.dropTable, nil},
+		{http.MethodPost, "/v1/{prefix}/tables/rename", s.renameTable, []int{notAcceptable, conflict}},
 	}
 }
 
 func (s *Server) routes() {
+	s.extra = map[string][]int{}
 	s.mux.HandleFunc("GET /v1/config", s.config)
+	s.mux.HandleFunc("POST /v1/oauth/tokens", s.oauthTokens)
 	for _, rt := range s.table() {
 		// GET patterns also match HEAD in ServeMux; the HEAD routes are
 		// registered on their own, which takes precedence.
 		pattern := rt.method + " " + strings.Replace(rt.path, "{prefix}", s.opts.Prefix, 1)
 		s.mux.HandleFunc(pattern, rt.h)
+		s.extra[pattern] = rt.extra
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: %s %s", errNoRoute, r.Method, r.URL.Path))
 	})
 }
 
-// ServeHTTP serves one request.
+// ServeHTTP serves one request. A request with a body waits its turn
+// (maxWriters at once) and its body is bounded (bodyLimit).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		select {
+		case s.writers <- struct{}{}:
+			defer func() { <-s.writers }()
+		case <-r.Context().Done():
+			s.writeError(w, r, r.Context().Err())
+			return
+		}
+	}
 	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -145,9 +159,12 @@ func namespaceOf(r *http.Request) (icetable.Identifier, error) {
 }
 
 func parseNamespace(s string) (icetable.Identifier, error) {
+	if len(s) > MaxNamespace {
+		return nil, fmt.Errorf("%w: namespace of %d bytes: at most %d, as <namespace>.db is a directory name", ErrBadRequest, len(s), MaxNamespace)
+	}
 	ns := strings.Split(s, nsSep)
-	if slices.Contains(ns, "") {
-		return nil, fmt.Errorf("%w: namespace %q has an empty level", ErrBadRequest, s)
+	if err := checkNamespace(ns); err != nil {
+		return nil, err
 	}
 	return ns, nil
 }
@@ -158,11 +175,11 @@ func identOf(r *http.Request) (icetable.Identifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := r.PathValue("table")
-	if name == "" {
-		return nil, fmt.Errorf("%w: empty table name", ErrBadRequest)
+	id := append(ns, r.PathValue("table"))
+	if err := checkIdent(id); err != nil {
+		return nil, err
 	}
-	return append(ns, name), nil
+	return id, nil
 }
 
 // readOnly refuses a change under a protected namespace.
@@ -183,6 +200,9 @@ func (s *Server) readOnly(what string, ns icetable.Identifier) error {
 func decode(r *http.Request, v any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
+		if tl := tooLarge(err); tl != err {
+			return tl
+		}
 		return fmt.Errorf("%w: read body: %w", ErrBadRequest, err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -28,8 +31,15 @@ import (
 // 127.0.0.1; it returns the catalog and the server's base URL.
 func serve(t *testing.T, dir string, opts restcatalog.Options) (*catalog.Catalog, string) {
 	t.Helper()
+	return serveGuarded(t, dir, nil, opts)
+}
+
+// serveGuarded is serve with the catalog's location guard.
+func serveGuarded(t *testing.T, dir string, guard catalog.Guard, opts restcatalog.Options) (*catalog.Catalog, string) {
+	t.Helper()
 	c, err := catalog.Open(context.Background(), filepath.Join(dir, "catalog.db"), catalog.Options{
 		Props: iceberg.Properties{"warehouse": filepath.Join(dir, "warehouse")},
+		Guard: guard,
 	})
 	if err != nil {
 		t.Fatalf("open catalog: %v", err)
@@ -265,7 +275,7 @@ func TestConfigAndErrors(t *testing.T) {
 		{"empty namespace level", http.MethodPost, "/v1/lh/namespaces", `{"namespace":["a",""]}`, 400, "BadRequestException"},
 		{"unknown endpoint", http.MethodGet, "/v1/lh/views", "", 404, "NotFoundException"},
 		{"other prefix", http.MethodGet, "/v1/other/namespaces", "", 404, "NotFoundException"},
-		{"purge", http.MethodDelete, "/v1/lh/namespaces/db/tables/t?purgeRequested=true", "", 406, "UnsupportedOperationException"},
+		{"purge of a missing table", http.MethodDelete, "/v1/lh/namespaces/db/tables/t?purgeRequested=true", "", 404, "NoSuchTableException"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -312,16 +322,30 @@ func TestLoadTableETag(t *testing.T) {
 	}
 }
 
+// prefixGuard refuses table locations under reserved (ErrReserved).
+type prefixGuard struct{ reserved string }
+
+func (g prefixGuard) CheckTable(ident icetable.Identifier, meta icetable.Metadata) error {
+	if ident[0] != "bronze" && strings.HasPrefix(meta.Location(), g.reserved) {
+		return fmt.Errorf("%w: %w: location %s", catalog.ErrLocation, catalog.ErrReserved, meta.Location())
+	}
+	return nil
+}
+
+func (prefixGuard) CheckNamespace(icetable.Identifier, iceberg.Properties) error { return nil }
+
+func (prefixGuard) CheckDelete(icetable.Identifier, icetable.Metadata, string) error { return nil }
+
 // TestReadOnlyNamespaces: tables of a namespace Options.ReadOnly protects
 // load through REST but every change is 403 ForbiddenException and changes
 // nothing, a table of another namespace cannot be created at a location
-// Options.Reserved names; other namespaces stay writable.
+// the catalog's guard reserves (403); other namespaces stay writable.
 func TestReadOnlyNamespaces(t *testing.T) {
 	dir := t.TempDir()
 	reserved := filepath.Join(dir, "warehouse", "bronze.db")
-	emb, url := serve(t, dir, restcatalog.Options{ReadOnly: func(ns icetable.Identifier) bool {
+	emb, url := serveGuarded(t, dir, prefixGuard{reserved}, restcatalog.Options{ReadOnly: func(ns icetable.Identifier) bool {
 		return len(ns) == 1 && ns[0] == "bronze"
-	}, Reserved: func(loc string) bool { return strings.HasPrefix(loc, reserved) }})
+	}})
 	ctx := context.Background()
 	ident := icetable.Identifier{"bronze", "recentchange"}
 	createTable(t, emb, ident) // in process, as the appliance does
@@ -413,5 +437,128 @@ func TestStagedCreate(t *testing.T) {
 	}
 	if ok, _ := emb.CheckTableExists(ctx, missing); ok {
 		t.Error("a commit without assert-create created a table")
+	}
+}
+
+// TestRequestBounds: a table name or namespace that cannot be a directory
+// name (too long, a slash, . or .., a control character) and a body over
+// its bound are 400 BadRequestException naming the bound, never 500, and
+// create nothing; a fifth request with a body waits while four are being
+// read.
+func TestRequestBounds(t *testing.T) {
+	dir := t.TempDir()
+	emb, err := catalog.Open(context.Background(), filepath.Join(dir, "catalog.db"), catalog.Options{
+		Props: iceberg.Properties{"warehouse": filepath.Join(dir, "warehouse")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	rc := restcatalog.New(emb, restcatalog.Options{})
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	url := srv.URL
+	base := url + "/v1/" + restcatalog.DefaultPrefix
+	ctx := context.Background()
+	if err := emb.CreateNamespace(ctx, icetable.Identifier{"db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	schema := `{"type":"struct","schema-id":0,"fields":[]}`
+	long := strings.Repeat("n", 300)
+	cases := []struct {
+		name, method, path, body, says string
+	}{
+		{"300-byte table name", http.MethodPost, "/namespaces/db/tables", `{"name":"` + long + `","schema":` + schema + `}`, "table name of 300 bytes"},
+		{"table name with a slash", http.MethodPost, "/namespaces/db/tables", `{"name":"a/b","schema":` + schema + `}`, "slash"},
+		{"table name ..", http.MethodPost, "/namespaces/db/tables", `{"name":"..","schema":` + schema + `}`, ". and .."},
+		{"10 KB namespace", http.MethodPost, "/namespaces", `{"namespace":["` + strings.Repeat("x", 10<<10) + `"]}`, "namespace of 10240 bytes"},
+		{"long namespace in the path", http.MethodGet, "/namespaces/" + strings.Repeat("x", 3000), "", "namespace of 3000 bytes"},
+		{"control character", http.MethodPost, "/namespaces", `{"namespace":["a\u0001b"]}`, "control character"},
+		{"empty level", http.MethodPost, "/namespaces", `{"namespace":["a",""]}`, "empty"},
+		{"2 MB namespace body", http.MethodPost, "/namespaces", `{"namespace":["big"],"properties":{"k":"` + strings.Repeat("v", 2<<20) + `"}}`, "request body over 1048576 bytes"},
+		{"9 MB commit", http.MethodPost, "/namespaces/db/tables/t", `{"requirements":[],"updates":[` + strings.Repeat(`{"action":"remove-properties","removals":["k"]},`, 200_000) + `{}]}`, "request body over 8388608 bytes"},
+		{"rename to a long name", http.MethodPost, "/tables/rename", `{"source":{"namespace":["db"],"name":"t"},"destination":{"namespace":["db"],"name":"` + long + `"}}`, "table name of 300 bytes"},
+	}
+	for _, c := range cases {
+		code, _, body := do(t, c.method, base+c.path, c.body)
+		if c.method == http.MethodGet && code == http.StatusBadRequest {
+			continue // a GET's error body is checked below
+		}
+		typ, inner, msg := errorObject(t, body)
+		if code != http.StatusBadRequest || inner != code || typ != "BadRequestException" || !strings.Contains(msg, c.says) {
+			t.Errorf("%s: got %d %s %q, want 400 BadRequestException saying %q", c.name, code, typ, msg, c.says)
+		}
+	}
+	if code, _, body := do(t, http.MethodGet, base+"/namespaces/"+strings.Repeat("x", 3000), ""); code != http.StatusBadRequest || !strings.Contains(body, "at most 252") {
+		t.Errorf("a 3000-byte namespace in the path: %d %.200s", code, body)
+	}
+	nss, err := emb.ListNamespaces(ctx, nil)
+	if err != nil || len(nss) != 1 {
+		t.Errorf("namespaces after refused requests: %v (%v), want db alone", nss, err)
+	}
+
+	// Four requests hold the writers' turns while their bodies trickle in;
+	// a fifth, whole, is answered only after one of them ends.
+	host := strings.TrimPrefix(url, "http://")
+	var held []net.Conn
+	for range 4 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /v1/%s/namespaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 30\r\n\r\n{", restcatalog.DefaultPrefix)
+		held = append(held, c)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for restcatalog.WritersBusy(rc) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("inconclusive: %d of the four requests are being served after a minute", restcatalog.WritersBusy(rc))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := do(t, http.MethodPost, base+"/namespaces", `{"namespace":["fifth"]}`)
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		t.Fatalf("the fifth request was answered (%d) while four bodies were being read", code)
+	case <-time.After(500 * time.Millisecond):
+	}
+	fmt.Fprint(held[0], `"namespace":["first"]}        `)
+	select {
+	case code := <-done:
+		if code != http.StatusOK {
+			t.Errorf("the fifth request: %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fifth request was not answered after one of the four ended")
+	}
+}
+
+// noStager hides the embedded catalog's StageTable.
+type noStager struct{ icecat.Catalog }
+
+// TestStatusesTheOperationAllows: an error whose status the spec does not
+// allow the operation (406 for a create) is 400 with the same type; a 422
+// where the operation allows it stays 422.
+func TestStatusesTheOperationAllows(t *testing.T) {
+	dir := t.TempDir()
+	emb, _ := serve(t, dir, restcatalog.Options{})
+	srv := httptest.NewServer(restcatalog.New(noStager{emb}, restcatalog.Options{}))
+	defer srv.Close()
+	base := srv.URL + "/v1/" + restcatalog.DefaultPrefix
+	if err := emb.CreateNamespace(context.Background(), icetable.Identifier{"db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := do(t, http.MethodPost, base+"/namespaces/db/tables", `{"name":"s","stage-create":true,"schema":{"type":"struct","schema-id":0,"fields":[]}}`)
+	if typ, inner, _ := errorObject(t, body); code != http.StatusBadRequest || inner != 400 || typ != "UnsupportedOperationException" {
+		t.Errorf("stage-create on a catalog that cannot stage: %d %s %d, want 400 UnsupportedOperationException (createTable allows no 406)", code, typ, inner)
+	}
+	code, _, body = do(t, http.MethodPost, base+"/namespaces/db/properties", `{"updates":{"k":"v"},"removals":["k"]}`)
+	if typ, inner, _ := errorObject(t, body); code != http.StatusUnprocessableEntity || inner != 422 || typ != "UnprocessableEntityException" {
+		t.Errorf("a key both removed and updated: %d %s %d, want 422", code, typ, inner)
 	}
 }

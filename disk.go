@@ -1,0 +1,195 @@
+package main
+
+import (
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"lakehouse/internal/humanize"
+)
+
+// diskObs is the data directory's disk budget: what each component takes,
+// how fast the directory grows, and how long the file system's free space
+// lasts at that pace before the disk reserve stops ingest.
+type diskObs struct {
+	Dir        string      `json:"dir"`
+	Components []diskPart  `json:"components"` // broker.db, catalog.db, checkpoints, warehouse (when local), other
+	Used       int64       `json:"used_bytes"` // the whole data directory
+	FSBytes    int64       `json:"fs_bytes"`   // the file system's size
+	Free       int64       `json:"free_bytes"` // what an unprivileged writer has left on it
+	Reserve    int64       `json:"reserve_bytes"`
+	GrowthDay  jsonFloat   `json:"growth_bytes_per_day"` // over the last day (at most) of samples; null until measured (diskMinSpan)
+	DaysLeft   jsonFloat   `json:"days_left"`            // (free - reserve) / growth; null when not growing or not measured
+	MeasuredS  float64     `json:"measured_s"`           // the span the growth is taken over
+	Warning    string      `json:"warning,omitempty"`    // set when the reserve is near (see diskWarning)
+	sampledAt  time.Time   // when Components and Used were measured
+	history    []diskPoint // not reported
+}
+
+type diskPart struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+type diskPoint struct {
+	at   time.Time
+	used int64
+}
+
+// Disk budget rules. The directory is walked at most every diskEvery (a
+// lake weeks old holds thousands of files); growth needs diskMinSpan of
+// samples, and is taken over at most diskWindow of them.
+const (
+	diskEvery    = time.Minute
+	diskMinSpan  = 10 * time.Minute
+	diskWindow   = 24 * time.Hour
+	diskWarnDays = 7 // fewer days left than this at the current growth: a warning
+)
+
+// diskBudget measures and remembers the data directory's disk use.
+type diskBudget struct {
+	dir, warehouse string // warehouse: a local warehouse outside dir ("" when inside it or not local)
+	reserve        int64
+	statfs         func(dir string) (total, free int64, err error) // tests replace it
+
+	mu  sync.Mutex
+	cur diskObs
+}
+
+// newDiskBudget measures data directory dir; warehouse is --warehouse (a
+// local one outside dir is counted as the warehouse component; one on an
+// object store is not on this disk).
+func newDiskBudget(dir, warehouse string, reserve int64) *diskBudget {
+	local := ""
+	if w, ok := strings.CutPrefix(warehouse, "file://"); ok {
+		if rel, err := filepath.Rel(dir, w); err != nil || strings.HasPrefix(rel, "..") {
+			local = w
+		}
+	}
+	return &diskBudget{dir: dir, warehouse: local, reserve: reserve, statfs: statfsBytes}
+}
+
+func statfsBytes(dir string) (total, free int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Blocks) * int64(st.Bsize), int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// observe returns the budget at now, walking the directory when the last
+// walk is diskEvery old. The file system's free space is read every time.
+func (b *diskBudget) observe(now time.Time) diskObs {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur.sampledAt.IsZero() || now.Sub(b.cur.sampledAt) >= diskEvery {
+		b.cur.Components, b.cur.Used = b.walk()
+		b.cur.sampledAt = now
+		b.cur.history = append(b.cur.history, diskPoint{at: now, used: b.cur.Used})
+		for len(b.cur.history) > 2 && now.Sub(b.cur.history[1].at) >= diskWindow {
+			b.cur.history = b.cur.history[1:]
+		}
+	}
+	o := b.cur
+	o.Dir, o.Reserve = b.dir, b.reserve
+	o.FSBytes, o.Free, _ = b.statfs(b.dir)
+	o.GrowthDay, o.DaysLeft = jsonFloat(math.NaN()), jsonFloat(math.NaN())
+	if h := o.history; len(h) >= 2 {
+		first, last := h[0], h[len(h)-1]
+		if span := last.at.Sub(first.at); span >= diskMinSpan {
+			o.MeasuredS = span.Seconds()
+			g := float64(last.used-first.used) / span.Hours() * 24
+			o.GrowthDay = jsonFloat(g)
+			if g > 0 {
+				o.DaysLeft = jsonFloat(float64(max(0, o.Free-o.Reserve)) / g)
+			}
+		}
+	}
+	o.Warning = diskWarning(o)
+	o.history = nil
+	o.Components = append([]diskPart(nil), o.Components...)
+	return o
+}
+
+// diskWarning says when the reserve is near: free space under twice the
+// reserve, or fewer than diskWarnDays left at the measured growth.
+func diskWarning(o diskObs) string {
+	switch {
+	case o.FSBytes == 0:
+		return ""
+	case o.Reserve > 0 && o.Free < 2*o.Reserve:
+		return "disk: " + humanize.Bytes(o.Free) + " free on the data directory's file system, the reserve of " + humanize.Bytes(o.Reserve) + " stops ingest below it; free space or raise --retention-bytes' trimming"
+	case !math.IsNaN(float64(o.DaysLeft)) && float64(o.DaysLeft) < diskWarnDays:
+		return "disk: " + strconv.FormatFloat(float64(o.DaysLeft), 'f', 1, 64) + " days left before the disk reserve at the data directory's growth of " + humanize.Bytes(int64(o.GrowthDay)) + "/day"
+	}
+	return ""
+}
+
+// walk returns the bytes each component of the data directory takes (the
+// blocks allocated, as du counts them).
+func (b *diskBudget) walk() ([]diskPart, int64) {
+	sizes := map[string]int64{}
+	var total int64
+	_ = filepath.WalkDir(b.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil // a file removed under the walk, an unreadable directory: not counted
+		}
+		n := allocated(d)
+		rel, _ := filepath.Rel(b.dir, path)
+		top := rel
+		if i := indexSep(rel); i >= 0 {
+			top = rel[:i]
+		}
+		switch top {
+		case "broker.db", "catalog.db", "checkpoints", "warehouse":
+		default:
+			top = "other"
+		}
+		sizes[top] += n
+		total += n
+		return nil
+	})
+	if b.warehouse != "" {
+		_ = filepath.WalkDir(b.warehouse, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				sizes["warehouse"] += allocated(d)
+			}
+			return nil
+		})
+	}
+	var parts []diskPart
+	for _, name := range []string{"broker.db", "catalog.db", "checkpoints", "warehouse", "other"} {
+		if n, ok := sizes[name]; ok {
+			parts = append(parts, diskPart{Name: name, Bytes: n})
+		}
+	}
+	return parts, total
+}
+
+func indexSep(s string) int {
+	for i := 0; i < len(s); i++ {
+		if os.IsPathSeparator(s[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// allocated is a file's allocated bytes (st_blocks), or its size where the
+// platform does not say.
+func allocated(d fs.DirEntry) int64 {
+	info, err := d.Info()
+	if err != nil {
+		return 0
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return int64(st.Blocks) * 512
+	}
+	return info.Size()
+}
