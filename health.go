@@ -88,9 +88,6 @@ func (h *health) evaluate(o observation) healthState {
 			stalled = true
 		}
 	}
-	for _, t := range o.OddTables {
-		reasons = append(reasons, fmt.Sprintf("catalog: client table %s not served for changes: %s (drop it through REST, or with the appliance stopped: lakehouse catalog --drop %s)", t.Name, t.Reason, t.Name))
-	}
 	if o.OddErr != "" {
 		reasons = append(reasons, "catalog: its entries could not be checked: "+o.OddErr)
 	}
@@ -132,6 +129,13 @@ func (h *health) evaluate(o observation) healthState {
 	var warnings []string
 	if o.Disk != nil && o.Disk.Warning != "" {
 		warnings = append(warnings, o.Disk.Warning)
+	}
+	// A client's odd table is the client's to fix: the appliance's own
+	// tables are served and committed regardless, so it warns, and stays
+	// ready (a red /readyz would have monitors restart an appliance that
+	// works).
+	for _, t := range o.OddTables {
+		warnings = append(warnings, fmt.Sprintf("catalog: client table %s not served for changes: %s (drop it through REST, or with the appliance stopped: lakehouse catalog --drop %s)", t.Name, t.Reason, t.Name))
 	}
 	next := healthState{Ready: len(reasons) == 0, Reasons: reasons, Warnings: warnings, Progressing: !stalled, IngestDown: ingestDown, CheckedAt: now}
 	h.logChanges(h.cur, next)
