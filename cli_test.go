@@ -137,3 +137,18 @@ func TestSystemdChecksRunFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryTimeoutWithinTheLease: a query may not run longer than the lease
+// that keeps its snapshots' files beside a running appliance; a --timeout
+// past it is refused before anything is opened.
+func TestQueryTimeoutWithinTheLease(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lake")
+	var out, errb bytes.Buffer
+	code := run([]string{"query", "--data", dir, "--timeout", "8h", "SELECT 1"}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "--timeout 8h0m0s: at most 5h59m0s") {
+		t.Errorf("query --timeout 8h: exit %d, stderr %q; want exit 2 and the bound named", code, errb.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("query made %s (%v)", dir, err)
+	}
+}

@@ -52,6 +52,10 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *timeout <= 0 {
 		return fmt.Errorf("--timeout %s: want a positive duration: %w", *timeout, errUsage)
 	}
+	if *timeout+leaseMargin > table.MaxLease {
+		return fmt.Errorf("--timeout %s: at most %s (a query beside the running appliance holds its snapshots' files that long, plus %s): %w",
+			*timeout, table.MaxLease-leaseMargin, leaseMargin, errUsage)
+	}
 	if _, err := os.Stat(c.data); err != nil {
 		return fmt.Errorf("no lake at %s (run `%s demo` first, or pass --data): %w", c.data, self(), err)
 	}
@@ -70,7 +74,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		ls, release, err := live.lease(ctx, idents, *timeout+time.Minute)
+		ls, release, err := live.lease(ctx, idents, *timeout+leaseMargin)
 		if err != nil {
 			return err
 		}
@@ -83,6 +87,10 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return err
 }
+
+// leaseMargin is how much longer than its --timeout a query's lease lasts:
+// the planning before the timeout starts, and the release after it.
+const leaseMargin = time.Minute
 
 // defaultQueryTimeout bounds a query; a query beside a running appliance
 // holds its tables' snapshots (and their files) that long at most.

@@ -10,6 +10,9 @@ var (
 	// ErrBadSQL: DuckDB rejected the SQL (syntax, binding, types); the
 	// wrapped message is DuckDB's.
 	ErrBadSQL = errors.New("bad SQL")
+	// ErrMemory: a query needed more memory than its limit
+	// (QueryOptions.MemoryLimit) after spilling what it could.
+	ErrMemory = errors.New("out of memory")
 	// ErrFormat: Query was asked for an output format other than table,
 	// csv or json.
 	ErrFormat = errors.New("unknown output format")

@@ -123,12 +123,12 @@ func query(ctx context.Context, lake lakeAPI, sql, format string, w io.Writer, o
 	fault.Hit(hookQueryPlanned)
 	rows, err := d.db.QueryContext(ctx, sql)
 	if err != nil {
-		return classify(err, idents)
+		return classify(err, idents, opt.MemoryLimit)
 	}
 	defer rows.Close()
 	res, err := readResult(rows)
 	if err != nil {
-		return classify(err, idents)
+		return classify(err, idents, opt.MemoryLimit)
 	}
 	return res.write(w, format)
 }
@@ -144,13 +144,19 @@ func mentions(sql, ident string) bool {
 
 // classify turns a DuckDB error into ErrNoTable or ErrBadSQL, keeping
 // DuckDB's message.
-func classify(err error, idents []string) error {
+func classify(err error, idents []string, memory string) error {
 	var de *duckdb.Error
 	if !errors.As(err, &de) {
 		return fmt.Errorf("query: %w", err)
 	}
 	msg := strings.TrimSpace(de.Msg)
-	if de.Type == duckdb.ErrorTypeCatalog && strings.Contains(msg, "does not exist") {
+	if de.Type == duckdb.ErrorTypeOutOfMemory {
+		// DuckDB's message goes on with advice (SET memory_limit, SET
+		// threads) the sandbox refuses: its first line says what ran out.
+		first, _, _ := strings.Cut(msg, "\n")
+		return fmt.Errorf("query: %w: past --memory %s (raise --memory, or read less): %s", ErrMemory, memory, strings.TrimSpace(first))
+	}
+	if de.Type == duckdb.ErrorTypeCatalog && strings.Contains(msg, "does not exist") && namesRelation(msg) {
 		have := "none"
 		if len(idents) > 0 {
 			have = strings.Join(idents, ", ")
@@ -158,4 +164,15 @@ func classify(err error, idents []string) error {
 		return fmt.Errorf("query: %w: %s\n(tables in the lake: %s)", ErrNoTable, msg, have)
 	}
 	return fmt.Errorf("query: %w: %s", ErrBadSQL, msg)
+}
+
+// namesRelation reports whether a DuckDB catalog error is about a table,
+// view or schema (a missing function is bad SQL, not a missing table).
+func namesRelation(msg string) bool {
+	for _, kind := range []string{"Table with name", "View with name", "Schema with name", "Catalog with name", "Table or view with name"} {
+		if strings.Contains(msg, kind) {
+			return true
+		}
+	}
+	return false
 }

@@ -27,6 +27,9 @@ func TestQueryErrors(t *testing.T) {
 		{"missing schema", "SELECT * FROM nowhere.edits", "", ErrNoTable, []string{"nowhere"}},
 		{"bad syntax", "SELEC 1", "", ErrBadSQL, []string{"syntax error", "SELEC"}},
 		{"bad column", "SELECT no_such_column FROM silver.edits", "", ErrBadSQL, []string{"no_such_column"}},
+		{"missing function", "SELECT getenv('HOME')", "", ErrBadSQL, []string{"getenv"}},
+		{"did you mean", "SELECT count(*) FROM silver.edit", "", ErrNoTable, []string{"Did you mean", "silver.edits"}},
+		{"caret", "SELECT wiki FROM silver.edits WHERE titel = 1", "", ErrBadSQL, []string{"titel", "^", "Candidate bindings"}},
 		{"empty", "   ", "", ErrBadSQL, nil},
 		{"bad format", "SELECT 1", "xml", ErrFormat, []string{"xml"}},
 	}

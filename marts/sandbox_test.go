@@ -120,8 +120,8 @@ func TestQueryMemoryAndTime(t *testing.T) {
 	lake, _ := fixtureLake(t)
 	heavy := "SELECT count(DISTINCT a.x || b.x) FROM (SELECT range::VARCHAR AS x FROM range(3000000)) a, (SELECT 1 AS x) b"
 	err := Query(context.Background(), lake, heavy, FormatCSV, &bytes.Buffer{}, QueryOptions{MemoryLimit: "8MB"})
-	if err == nil || !strings.Contains(err.Error(), "Out of Memory") {
-		t.Errorf("a query over 8MB: %v, want DuckDB's out of memory", err)
+	if !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "--memory 8MB") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a query over 8MB: %v, want one line naming --memory", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -133,9 +133,6 @@ func TestQueryMemoryAndTime(t *testing.T) {
 	}
 }
 
-// fuzzSession is one sandboxed session over a small lake, shared by the
-// fuzz target's executions (a session per input would cost more than the
-// input).
 // FuzzQuerySandbox: whatever statement runs in the sandbox, no file is
 // created or changed outside the query's temporary directory: the data
 // directory, a scratch directory and the working directory (where a

@@ -45,7 +45,7 @@ type leases struct {
 }
 
 // Lease pins the current snapshot of each of idents for ttl (at most
-// maxLease) and returns the lease. Tables that do not exist are left out.
+// MaxLease) and returns the lease. Tables that do not exist are left out.
 func (l *Lake) Lease(ctx context.Context, idents []string, ttl time.Duration) (Lease, error) {
 	if ttl <= 0 {
 		return Lease{}, fmt.Errorf("lease: ttl %s: want a positive duration", ttl)
@@ -54,7 +54,7 @@ func (l *Lake) Lease(ctx context.Context, idents []string, ttl time.Duration) (L
 	if _, err := rand.Read(id[:]); err != nil {
 		return Lease{}, fmt.Errorf("lease: %w", err)
 	}
-	ls := Lease{ID: hex.EncodeToString(id[:]), Snapshots: map[string]int64{}, Until: time.Now().Add(min(ttl, maxLease))}
+	ls := Lease{ID: hex.EncodeToString(id[:]), Snapshots: map[string]int64{}, Until: time.Now().Add(min(ttl, MaxLease))}
 	for _, ident := range idents {
 		if err := l.leaseTable(ctx, &ls, ident); err != nil {
 			_ = l.Release(ls.ID)
@@ -97,9 +97,10 @@ func (l *Lake) leaseTable(ctx context.Context, ls *Lease, ident string) error {
 	return nil
 }
 
-// maxLease bounds a lease, whatever a reader asks: what it holds back from
-// expiry is bounded too.
-const maxLease = 6 * time.Hour
+// MaxLease bounds a lease, whatever a reader asks: what it holds back from
+// expiry is bounded too. A reader that may run longer must not ask for
+// one (query refuses a --timeout the lease cannot cover).
+const MaxLease = 6 * time.Hour
 
 // Release ends a lease (ErrNoLease when it has ended already).
 func (l *Lake) Release(id string) error {
