@@ -129,7 +129,7 @@ func (l *Lake) Compact(ctx context.Context, ident string, pol CompactPolicy) (Co
 
 // writeGroups writes the merged files of each group and checks that each
 // holds exactly the rows of the files it replaces.
-func writeGroups(ctx context.Context, tbl *icetable.Table, groups []icetable.CompactionTaskGroup, target int64) ([]icetable.CompactionGroupResult, error) {
+func writeGroups(ctx context.Context, tbl *icetable.Table, groups []plannedGroup, target int64) ([]icetable.CompactionGroupResult, error) {
 	var out []icetable.CompactionGroupResult
 	fail := func(err error) ([]icetable.CompactionGroupResult, error) {
 		for _, gr := range out {
@@ -137,11 +137,19 @@ func writeGroups(ctx context.Context, tbl *icetable.Table, groups []icetable.Com
 		}
 		return nil, err
 	}
-	mt, err := mergeTable(tbl)
-	if err != nil {
-		return nil, err
+	var mts [2]*icetable.Table // by final
+	for i := range mts {
+		mt, err := mergeTable(tbl, i == 1)
+		if err != nil {
+			return nil, err
+		}
+		mts[i] = mt
 	}
-	for _, g := range groups {
+	for _, pg := range groups {
+		g, mt := pg.CompactionTaskGroup, mts[0]
+		if pg.final {
+			mt = mts[1]
+		}
 		gr, err := mergeGroup(ctx, mt, g, target)
 		if err != nil {
 			removeDataFiles(ctx, tbl, gr.NewDataFiles)
@@ -163,9 +171,16 @@ func rowsOf(files []iceberg.DataFile) int64 {
 	return n
 }
 
+// plannedGroup is a group of files to merge; final when they are a closed
+// day's, whose merged files are never rewritten (see finalLevel).
+type plannedGroup struct {
+	icetable.CompactionTaskGroup
+	final bool
+}
+
 // planCompaction picks the groups pol says are due among tasks. dayField is
 // the partition field id of a day() transform (-1: none).
-func planCompaction(tasks []icetable.FileScanTask, pol CompactPolicy, dayField int) ([]icetable.CompactionTaskGroup, error) {
+func planCompaction(tasks []icetable.FileScanTask, pol CompactPolicy, dayField int) ([]plannedGroup, error) {
 	tiers := map[int][]icetable.FileScanTask{}
 	var cold []icetable.FileScanTask
 	for _, t := range tasks {
@@ -178,8 +193,8 @@ func planCompaction(tasks []icetable.FileScanTask, pol CompactPolicy, dayField i
 			tiers[tr] = append(tiers[tr], t)
 		}
 	}
-	var out []icetable.CompactionTaskGroup
-	add := func(subset []icetable.FileScanTask, minFiles int) error {
+	var out []plannedGroup
+	add := func(subset []icetable.FileScanTask, minFiles int, final bool) error {
 		cfg := compaction.DefaultConfig()
 		cfg.TargetFileSizeBytes = pol.TargetBytes
 		cfg.MinFileSizeBytes = pol.TargetBytes * 3 / 4 // every file of subset is a candidate
@@ -190,16 +205,16 @@ func planCompaction(tasks []icetable.FileScanTask, pol CompactPolicy, dayField i
 			return err
 		}
 		for _, g := range plan.Groups {
-			out = append(out, icetable.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes})
+			out = append(out, plannedGroup{icetable.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}, final})
 		}
 		return nil
 	}
-	if err := add(cold, 2); err != nil {
+	if err := add(cold, 2, true); err != nil {
 		return nil, err
 	}
 	for tr := 0; tr < 64; tr++ {
 		if len(tiers[tr]) >= pol.FanIn {
-			if err := add(tiers[tr], pol.FanIn); err != nil {
+			if err := add(tiers[tr], pol.FanIn, false); err != nil {
 				return nil, err
 			}
 		}

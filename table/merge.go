@@ -77,11 +77,24 @@ func mergeGroup(ctx context.Context, tbl *icetable.Table, g icetable.CompactionT
 	return res, nil
 }
 
+// finalLevel is the zstd level of the files a closed day's merge writes.
+// Those files are final: a day that ended is merged once, and its files are
+// never rewritten, so they are most of what the warehouse holds after
+// weeks. Level 7 (klauspost's "better" encoder) stores a compacted bronze
+// file in about 8 % fewer bytes than the tables' level 1, at about twice
+// that merge's CPU; every other write keeps level 1, where commit latency
+// and the tiers' repeated rewrites are what cost.
+const finalLevel = 7
+
 // mergeTable returns tbl with the merge's writer settings (pages of
-// mergePageBytes) set on its in-memory metadata: iceberg-go's writer takes
-// them from the table. It is only written through, never committed.
-func mergeTable(tbl *icetable.Table) (*icetable.Table, error) {
+// mergePageBytes; zstd at finalLevel when final) set on its in-memory
+// metadata: iceberg-go's writer takes them from the table. It is only
+// written through, never committed.
+func mergeTable(tbl *icetable.Table, final bool) (*icetable.Table, error) {
 	props := iceberg.Properties{icetable.ParquetPageSizeBytesKey: strconv.Itoa(mergePageBytes)}
+	if final {
+		props[icetable.ParquetCompressionLevelKey] = strconv.Itoa(finalLevel)
+	}
 	b, err := icetable.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
 	if err != nil {
 		return nil, err
