@@ -251,9 +251,12 @@ func (d *DB) seal(tb, rb *bolt.Bucket, p int, st *partState) error {
 		return err
 	}
 	zb.FillPercent = 1.0 // append-only keys: pack pages full
-	var keys [][]byte
-	var recs []batchRec
-	var raw []byte
+	// Sized from the partition's state, so the walk does not regrow them
+	// (bounded, should the state be damaged: the walk checks the records).
+	count := min(max(0, st.end-max(st.openFrom, st.start)), 1<<16)
+	keys := make([][]byte, 0, count)
+	recs := make([]batchRec, 0, count)
+	raw := make([]byte, 0, min(max(0, st.open), 16<<20))
 	c := yb.Cursor()
 	for k, v := c.Seek(offsetKey(max(st.openFrom, st.start))); k != nil; k, v = c.Next() {
 		ts, n := binary.Varint(v)

@@ -75,9 +75,12 @@ var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 
 // newBatchEncoder returns the committer's encoder: one goroutine, and a
 // 1 MiB window (a batch is about DefaultCompressBatchBytes; a larger one, of a record
-// near MaxRecordBytes, still compresses within it).
+// near MaxRecordBytes, still compresses within it). It is zstd's fastest
+// level: sealing runs on the commit path, where the default level cost
+// about two thirds of the broker's CPU at 10,000 events/s, and a batch of
+// events compresses nearly as well at either.
 func newBatchEncoder() *zstd.Encoder {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20),
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20), zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderCRC(false)) // the payload has its own CRC, checked before decoding
 	if err != nil {
 		panic("broker: zstd encoder options: " + err.Error()) // constant options: a programming error
