@@ -148,7 +148,7 @@ func registerBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.Int64Var(&bf.maxOffsets, "max-offsets-per-trigger", stream.DefaultMaxOffsetsPerTrigger, "bronze batch size cap in every phase")
 	fs.Float64Var(&bf.searchStep, "search-step", 2500, "after the phases, step the rate up by this much (default trigger, 30 s phases) from the fastest phase that kept up until one does not or the highest --rates is reached (0: skip)")
 	fs.BoolVar(&bf.smoke, "smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
-	fs.DurationVar(&bf.soak.Duration, "soak", 0, "run the soak instead of the phases: the appliance (`run`, defaults) as a child process fed a live-like stream for this long, sampled from outside; writes <out>/<soak-name>.md, .json and .svg")
+	fs.DurationVar(&bf.soak.Duration, "soak", 0, "run the soak instead of the phases: the appliance (`run`, defaults) as a child process fed a live-like stream for this long, sampled from outside; writes <out>/<soak-name>.md, .svg and .json (the summary, not the samples)")
 	fs.Float64Var(&bf.soak.Rate, "soak-rate", verify.DefaultSoakRate, "soak: base rate, events/s")
 	fs.Float64Var(&bf.soak.Burst, "soak-burst", verify.DefaultSoakBurst, "soak: rate during bursts, events/s")
 	fs.DurationVar(&bf.soak.BurstEvery, "soak-burst-every", verify.DefaultSoakBurstEvery, "soak: a burst at the end of every such interval")

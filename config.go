@@ -43,11 +43,9 @@ const defaultMemoryLimit = 800 << 20
 // defaultGCPercent is the garbage collector's GOGC when GOGC is not set.
 // It is Go's default: the appliance runs for days at the real stream's
 // rate, where the heap the collector lets grow beyond the live data is most
-// of its footprint (a 15-minute soak at 35 events/s peaked at 160 MiB RSS
-// with 100 against 226 MiB with 200, at the same CPU). At high rates 200
-// spends less CPU on garbage collection (the bench's 10,000 events/s phase:
-// 59 against 69 CPU-µs per event, p95 freshness 1.11 s against 1.15 s, peak
-// RSS 456 against 318 MiB); set GOGC=200 for a bulk backfill. Either way
+// of its footprint (200 peaks far higher there, for no CPU saved). At high
+// rates 200 spends less CPU on garbage collection, for a higher peak RSS;
+// set GOGC=200 for a bulk backfill. Either way
 // internal/gcpace gives a small heap at least gcpace.DefaultFloor of
 // headroom, so a process holding little is not collected every second.
 const defaultGCPercent = 100

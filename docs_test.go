@@ -14,7 +14,7 @@ import (
 )
 
 // docFiles are the documents a user reads: the README, every page under
-// docs/ and the benchmarks' index (the soak reports beside it are generated
+// docs/ and the benchmarks' index (the reports beside it are generated
 // and name what they measured at the time).
 func docFiles(t *testing.T) []string {
 	t.Helper()

@@ -155,11 +155,11 @@ func Open(path string, opts Options) (*DB, error) {
 		FreelistType: bolt.FreelistMapType,
 		// Copy-on-write rewrites every page a commit touches (a leaf per
 		// partition, their branches, the state and meta pages): at the real
-		// stream's rate, about ten pages per commit of a few records. 8 KiB
-		// pages write 4x less than the 32 KiB used before (330 -> 80 KB per
-		// commit, 1.5 MB/s -> ~0.4 MB/s at 35 events/s) and append 312k to
-		// 366k records/s (32 KiB: 356k to 489k; 4 KiB: 198k to 213k;
-		// BenchmarkAppend, 2026-12-01). Fixed when the file is created.
+		// stream's rate, about ten pages per commit of a few records, so
+		// the page size sets the bytes written per commit: 8 KiB pages
+		// write a quarter of what 32 KiB pages do, for appends a little
+		// slower; 4 KiB pages append markedly slower still
+		// (BenchmarkAppend). Fixed when the file is created.
 		PageSize:        8 << 10,
 		InitialMmapSize: 1 << 30, // address space only: avoids remapping (which blocks commits) as the file grows
 	})

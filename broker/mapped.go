@@ -8,8 +8,8 @@ import (
 // appended or walked by retention between two releases of broker.db's
 // resident map pages, and how much the process's resident file-backed
 // pages may grow between them: the most the map adds to RSS between
-// releases (at 35 events/s, about every three minutes; at 64 MiB the
-// soak's RSS climbed 50 MiB in ten minutes).
+// releases, small beside the appliance's heap (at 35 events/s, a release
+// about every three minutes).
 const DefaultReleaseMappedBytes = 16 << 20
 
 // bbolt reads through a read-only, shared memory map of broker.db. Every page

@@ -230,8 +230,8 @@ func (m *Marts) checkGoldReconciles(ctx context.Context, d *duck) (Check, error)
 // precedes its broker time, so the newest edit is among the recent rows
 // whenever edits flow (on the real stream, several a second). Parsing every
 // raw event of bronze at every refresh cost more each day, and even an hour
-// of it was the refresh's peak memory: at 600 ev/s DuckDB held 600 MB of
-// bronze's values for a moment (the soak's VmHWM); the last 2 minutes are
+// of it was the refresh's peak memory: at 600 ev/s DuckDB held hundreds of
+// MB of bronze's values for a moment, the process's peak; the last 2 minutes are
 // in the newest, small files, and row groups before them are skipped by
 // their broker_ts statistics.
 const freshWindow = 2 * time.Minute

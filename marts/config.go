@@ -37,10 +37,10 @@ const (
 	// DefaultMaxSnapshots: a table holding more snapshots than this is
 	// expired down to DefaultKeepSnapshots. Streams commit a snapshot per
 	// batch (one a second by default), and iceberg-go's per-commit cost
-	// grows with the snapshots a table keeps, so the bound is by count:
-	// 600 commits with expiry and compaction took 6.4 to 7.5 s of CPU
-	// keeping 10 of at most 25, 7.1 to 8.7 s keeping 20 of 50 and 9.3 s
-	// keeping 30 of 80 (interleaved runs, 2026-12-01).
+	// grows with the snapshots a table keeps, so the bound is by count,
+	// and low: every snapshot kept makes each later commit and expiry
+	// read more (of the bounds compared, keeping 10 of at most 25 cost
+	// the least CPU, against 20 of 50 and 30 of 80).
 	DefaultMaxSnapshots = 25
 	// DefaultKeepSnapshots is how many of a table's newest snapshots expiry
 	// keeps.
@@ -62,18 +62,16 @@ const (
 	// (about 1.7 million edits late in a day of the real stream), so the
 	// marts' SQL groups rather than counting DISTINCT (which keeps its sets
 	// in memory and fails past the limit: TestRefreshSpillsUnderMemoryLimit).
-	// Measured with one thread on this machine (2026-12-03), a refresh's
-	// anonymous memory above the process's resting size: 300,000 edits of
-	// a day +65 MiB at 64MB against +90 at 256MB; 2,000,000 edits +95 to
-	// +135 MiB at 64MB (about 10 s), and the SQL before the change +138 to
-	// +208 at 256MB. The memory DuckDB allocates outside its buffer manager
-	// comes on top of the limit.
+	// The limit is low because a refresh shares the process with the
+	// streams: past it DuckDB spills instead of growing the process, and
+	// the grouping SQL lets a refresh of a whole day finish within it.
+	// The memory DuckDB allocates outside its buffer manager comes on top
+	// of the limit.
 	DefaultDuckMemoryLimit = "64MB"
 	// DefaultDuckThreads is DuckDB's threads for a refresh or a check run.
-	// One thread holds less memory at once than one per core (on the
-	// soak's refresh of 80,000 silver rows, a peak 23 MiB above the
-	// process's resting size instead of 29) for a refresh about 7 % longer,
-	// and leaves the other core to the streams the refresh runs beside.
+	// One thread holds less memory at once than one per core for a
+	// refresh a little longer, and leaves the other core to the streams
+	// the refresh runs beside.
 	DefaultDuckThreads = 1
 )
 

@@ -168,7 +168,7 @@ func BenchmarkWriteParquet(b *testing.B) {
 }
 
 // BenchmarkCompactTier: merging eight bronze files of 12,000 rows of 1 KB
-// values (a higher tier, as the soak's 122,409-row bronze compaction) into
+// values (a higher tier, like the bronze merges of an hour at the real rate) into
 // one; setting up the files is not timed.
 func BenchmarkCompactTier(b *testing.B) {
 	ctx := context.Background()

@@ -18,29 +18,25 @@ import (
 	"lakehouse/table"
 )
 
-// BenchmarkCompactTierFootprint: the soak's memory peak, reproduced. The
-// hour of benchmarks/soak-8709538.md reached its high-water mark (289 MiB
-// against 182 sampled) at a bronze merge of 8 tier-4 files (122,409 rows)
-// into one; this merges 8 files of 15,300 generated events (the real
-// stream's shapes, 140 MB of raw JSON) beside 22 MiB of other live heap
-// (the appliance's at 35 ev/s, which sets the collector's goal before the
-// merge) and reports, per merge, how far the live heap and the Go
-// runtime's resident memory (mapped minus handed back) rose above their
-// level before it, and what the merge allocated. Setting up the files is
-// not timed. On this machine (2026-12-03):
-//   - iceberg-go's ExecuteCompactionGroup with bounds (one reader,
-//     1,024-row batches, two queued, row groups of 8,192 rows; code
-//     98069e8): live +50, resident +113 to +125 MiB, 831 MiB allocated,
-//     0.66 s;
-//   - mergeGroup (one file after the other on one goroutine, 256-row
-//     batches, one queued, row groups of 2,048 rows, pages of 512 KiB):
-//     live +20, resident +61, 790 MiB allocated, 0.77 s;
-//   - with GOGC halved during the merge (gcpace.Pace): resident +40.
+// BenchmarkCompactTierFootprint: a soak's memory peak, reproduced. An
+// hour-long soak reached its high-water mark, far above its sampled RSS, at
+// a bronze merge of 8 tier-4 files into one; this merges 8 files of 15,300
+// generated events (the real stream's shapes, 140 MB of raw JSON) beside
+// 22 MiB of other live heap (the appliance's at 35 ev/s, which sets the
+// collector's goal before the merge) and reports, per merge, how far the
+// live heap and the Go runtime's resident memory (mapped minus handed back)
+// rose above their level before it, and what the merge allocated. Setting
+// up the files is not timed.
 //
-// Measured on the way: with pages of 1 MiB live +25 / resident +52 (no
-// ballast); 256 KiB pages +18 / +39 but files 10 % larger; a pooling
-// allocator or arrow-go's C allocator moved the buffers out of the Go heap
-// but not out of the process (anonymous memory +73 MiB).
+// It is how mergeGroup's shape was chosen: one file after the other on one
+// goroutine, 256-row batches with one queued, row groups of 2,048 rows and
+// pages of 512 KiB hold less than half the live heap and resident memory
+// of iceberg-go's ExecuteCompactionGroup (one reader, 1,024-row batches
+// with two queued, row groups of 8,192 rows) for about the same bytes
+// allocated, and halving GOGC during the merge (gcpace.Pace) lowers the
+// resident memory further. Larger pages hold more; smaller ones make the
+// files larger. A pooling allocator or arrow-go's C allocator moved the
+// buffers out of the Go heap but not out of the process.
 func BenchmarkCompactTierFootprint(b *testing.B) {
 	ctx := context.Background()
 	const files, rows = 8, 15_300

@@ -22,8 +22,8 @@ import (
 // merged into one; the live heap during Compact may exceed the level before
 // it by at most 40 MiB. With iceberg-go's defaults (a scan worker per core,
 // batches of 131,072 rows, 64 batches queued for the writer, row groups of
-// a million rows) it grew by 142 MiB here, and the soak at 600 ev/s saw a
-// live heap of 500 MB during a compaction; through iceberg-go's scan
+// a million rows) it grew by 142 MiB here, and far more at high rates;
+// through iceberg-go's scan
 // pipeline with bounds (one reader, 1,024-row batches, two queued, 8,192-row
 // row groups) by 62; with Compact's own streaming merge (mergeGroup) by 16
 // to 23.

@@ -190,13 +190,14 @@
 // projection and writer): with its defaults it held most of a group decoded
 // (142 MiB live for eight files of 12,000 rows of 2 KB), and even bounded
 // (one reader, 1,024-row batches, two queued, 8,192-row row groups) 62 MiB,
-// which the collector's headroom doubled: a merge of 122,409 bronze rows
-// took the soak's RSS from about 160 to 289 MiB. Compact merges with its
+// which the collector's headroom doubled: one merge of a higher bronze tier
+// was the appliance's peak RSS, far above its level between merges.
+// Compact merges with its
 // own streaming reader instead (merge.go: one file after the other on one
 // goroutine, 256-row batches, one queued for iceberg-go's writer, row
 // groups of 2,048 rows, pages of 512 KiB) and halves GOGC while a merge
 // runs (gcpace.go; GOGC is process wide, and the last merge to end restores
-// the value the first found): live heap +16 to 23 MiB in
-// TestCompactMemoryBounded, and in BenchmarkCompactTierFootprint resident
-// memory +42 MiB instead of +114 beside the appliance's 22 MiB heap.
+// the value the first found): the live heap stays within
+// TestCompactMemoryBounded's bound, and BenchmarkCompactTierFootprint
+// shows the resident memory a merge adds cut to about a third.
 package table

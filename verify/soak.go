@@ -245,7 +245,7 @@ type SoakResult struct {
 	// soak's clock started (it had just announced its HTTP surface).
 	BaselineCPUSeconds float64      `json:"baseline_cpu_seconds"`
 	BaselineWriteBytes int64        `json:"baseline_write_bytes"`
-	Samples            []SoakSample `json:"samples"`
+	Samples            []SoakSample `json:"samples,omitempty"` // not in WriteSoakReport's JSON
 	Summary            SoakSummary  `json:"summary"`
 	Expect             Expect       `json:"expect"`
 	Verified           bool         `json:"verified"` // the verifier ran (false: the soak stopped early)

@@ -118,7 +118,7 @@ func soakTablesAndBatches(b *strings.Builder, s SoakSummary) {
 
 // soakSampleTable writes about twenty evenly spaced samples.
 func soakSampleTable(b *strings.Builder, samples []SoakSample) {
-	b.WriteString("\n## Samples\n\nAbout twenty of them, evenly spaced; every sample is in the JSON.\n\n")
+	b.WriteString("\n## Samples\n\nAbout twenty of them, evenly spaced; the JSON holds the summary, not the samples.\n\n")
 	b.WriteString("| elapsed | sent | ev/s | RSS MiB | anon MiB | heap MiB | live MiB | Go held MiB | CPU % | bronze snapshots | silver snapshots | bronze metadata.json | data dir | fresh p95 s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	step := max(1, len(samples)/20)
 	for i, smp := range samples {

@@ -371,13 +371,18 @@ type SoakReport struct {
 	SoakResult
 }
 
-// WriteSoakReport writes <dir>/<name>.json (config, machine, every sample,
-// summary), <name>.md and <name>.svg (RSS, anonymous RSS and CPU over time).
+// WriteSoakReport writes <dir>/<name>.json (config, machine, summary,
+// the verifier's report: not the samples, which would make a committed
+// report megabytes for what the summary and the chart already say),
+// <name>.md (with about twenty samples) and <name>.svg (RSS, anonymous RSS
+// and CPU over time, drawn from every sample).
 func WriteSoakReport(dir, name string, rep SoakReport) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(rep, "", "  ")
+	summary := rep
+	summary.Samples = nil
+	js, err := json.MarshalIndent(summary, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode soak report: %w", err)
 	}

@@ -1,7 +1,10 @@
 package verify
 
 import (
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -314,5 +317,41 @@ func TestSummarizeObjectStore(t *testing.T) {
 	}
 	if s := summarize(&res); s.ObjectStore != nil || strings.Contains(soakMarkdown("soak", SoakReport{SoakResult: SoakResult{Summary: s}}), "Object-store") {
 		t.Errorf("a soak without counts has an object-store summary: %+v", s.ObjectStore)
+	}
+}
+
+// TestWriteSoakReportSummary: the report's JSON is the summary without the
+// samples (a committed report stays kilobytes); the chart and the markdown
+// are still drawn from every sample.
+func TestWriteSoakReportSummary(t *testing.T) {
+	res := SoakResult{Config: SoakConfig{Warmup: time.Minute}, FeedSeconds: 600}
+	for i := 0; i <= 60; i++ {
+		res.Samples = append(res.Samples, SoakSample{Elapsed: float64(i) * 10, Feeding: true, StatusOK: true,
+			Sent: int64(i) * 350, RSSBytes: 100 << 20, AnonBytes: 40 << 20, CPUPercent: 4})
+	}
+	res.Summary = summarize(&res)
+	dir := t.TempDir()
+	if err := WriteSoakReport(dir, "soak", SoakReport{Command: "test", Machine: "here", SoakResult: res}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "soak.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(js, &keys); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := keys["samples"]; ok {
+		t.Errorf("soak.json holds the samples")
+	}
+	var rep SoakReport
+	if err := json.Unmarshal(js, &rep); err != nil || rep.Summary.Samples != len(res.Samples) || rep.Command != "test" {
+		t.Errorf("soak.json: summary of %d samples, command %q (%v); want %d, test", rep.Summary.Samples, rep.Command, err, len(res.Samples))
+	}
+	svg, _ := os.ReadFile(filepath.Join(dir, "soak.svg"))
+	md, _ := os.ReadFile(filepath.Join(dir, "soak.md"))
+	if !strings.Contains(string(svg), "<polyline") || !strings.Contains(string(md), "| 10m0s |") {
+		t.Errorf("the chart or the markdown lacks the samples:\n%s\n%s", svg, md)
 	}
 }
