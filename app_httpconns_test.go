@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,22 @@ func TestDefaultMaxConns(t *testing.T) {
 
 // closedByServer reports whether the server has closed c (a read ends
 // in EOF or an error other than the deadline) within wait.
+// countClosedByServer waits on every connection at once and counts those
+// the server closed within wait.
+func countClosedByServer(conns []net.Conn, wait time.Duration) int {
+	var closed atomic.Int64
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			if closedByServer(c, wait) {
+				closed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(closed.Load())
+}
+
 func closedByServer(c net.Conn, wait time.Duration) bool {
 	_ = c.SetReadDeadline(time.Now().Add(wait))
 	_, err := io.Copy(io.Discard, c)
@@ -106,19 +123,7 @@ func TestIdleConnectionsCannotLockOut(t *testing.T) {
 			t.Fatalf("probe %d of /healthz: %d", i, resp.StatusCode)
 		}
 	}
-	closed := 0
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for _, c := range idle {
-		wg.Go(func() {
-			if closedByServer(c, 5*time.Second) {
-				mu.Lock()
-				closed++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	closed := countClosedByServer(idle, 5*time.Second)
 	if closed < 26 {
 		t.Fatalf("inconclusive: the server closed %d of %d idle connections; want at least 26 at a cap of 4", closed, len(idle))
 	}
@@ -265,19 +270,7 @@ func TestLocalEndpointIdleConnectionsBounded(t *testing.T) {
 			t.Fatalf("%s beside the appliance with %d idle local connections: exit %d\n%s", cmd, len(idle), code, out)
 		}
 	}
-	closed := 0
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for _, c := range idle {
-		wg.Go(func() {
-			if closedByServer(c, 5*time.Second) {
-				mu.Lock()
-				closed++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	closed := countClosedByServer(idle, 5*time.Second)
 	if closed < 16 {
 		t.Fatalf("the local endpoint closed %d of %d idle connections; want at least 16", closed, len(idle))
 	}
