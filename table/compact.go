@@ -137,20 +137,20 @@ func writeGroups(ctx context.Context, tbl *icetable.Table, groups []plannedGroup
 		}
 		return nil, err
 	}
-	var mts [2]*icetable.Table // by final
-	for i := range mts {
-		mt, err := mergeTable(tbl, i == 1)
-		if err != nil {
-			return nil, err
-		}
-		mts[i] = mt
-	}
+	var mts [2]*icetable.Table // by final, made when a group needs it
 	for _, pg := range groups {
-		g, mt := pg.CompactionTaskGroup, mts[0]
+		g, i := pg.CompactionTaskGroup, 0
 		if pg.final {
-			mt = mts[1]
+			i = 1
 		}
-		gr, err := mergeGroup(ctx, mt, g, target)
+		if mts[i] == nil {
+			mt, err := mergeTable(tbl, pg.final)
+			if err != nil {
+				return fail(err)
+			}
+			mts[i] = mt
+		}
+		gr, err := mergeGroup(ctx, mts[i], g, target)
 		if err != nil {
 			removeDataFiles(ctx, tbl, gr.NewDataFiles)
 			return fail(fmt.Errorf("rewrite group %s: %w", g.PartitionKey, err))
