@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sort"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -16,6 +18,8 @@ var (
 		"records of a group written into the bbolt transaction, before it commits")
 	hookInSeal = fault.Register("broker.in-seal",
 		"open records of a partition sealed into compressed batches in the group's transaction, before it commits")
+	hookInTail = fault.Register("broker.in-tail",
+		"a group written as a frame of the open tail in its transaction, before it commits")
 	hookAfterCommit = fault.Register("broker.after-commit",
 		"bbolt transaction committed and fsync'd, before Append returns to its callers")
 )
@@ -139,110 +143,249 @@ func (d *DB) commitGroup(group []*appendReq) (stored int64, err error) {
 	// bbolt keeps references to Put's value until the transaction commits,
 	// so each encoded record gets its own bytes, carved from large slabs
 	// that are reused by the next group once this one committed.
-	var slab []byte
-	used := 0
 	defer d.keepSlabs()
+	var (
+		toTail []tailRecord // the group's records, when they went into the tail
+		metas  []Meta       // the group's metadata, likewise
+		sealed bool         // the tail went into the partitions
+	)
 	err = d.update(func(tx *bolt.Tx) error {
+		toTail, metas, sealed = nil, nil, false
 		if err := d.markFormat(tx); err != nil {
 			return err
 		}
-		type tp struct {
-			topic string
-			p     int
-		}
-		states := map[tp]*partState{} // written back once at the end
-		buckets := map[tp]*bolt.Bucket{}
-		var order []tp // partitions in first-append order, so that commits are deterministic
-		topicBuckets := map[string]*bolt.Bucket{}
+		parts := map[tailKey]*pendingPart{} // the states are written back once at the end
+		var order []tailKey                 // partitions in first-append order, so that commits are deterministic
+		var groupEnc int64
 		for _, req := range group {
 			req.pos = make([]Position, len(req.b.Records))
 			for i := range req.b.Records {
 				r := &req.b.Records[i]
-				p := req.parts[i]
-				tb := topicBuckets[r.Topic]
-				if tb == nil {
-					tb = tx.Bucket(topicBucketName(r.Topic))
-					if tb == nil {
-						return fmt.Errorf("append to %q: %w", r.Topic, ErrUnknownTopic)
-					}
-					topicBuckets[r.Topic] = tb
-				}
-				key := tp{r.Topic, p}
-				st := states[key]
-				if st == nil {
-					s, err := decodeState(tb.Get(partKey('s', p)))
-					if err != nil {
-						return fmt.Errorf("append to %s/%d: state: %w", r.Topic, p, err)
-					}
-					st = &s
-					states[key] = st
-					order = append(order, key)
-				}
-				yb := buckets[key]
-				if yb == nil {
+				k := tailKey{r.Topic, req.parts[i]}
+				pp := parts[k]
+				if pp == nil {
 					var err error
-					if yb, err = tb.CreateBucketIfNotExists(partKey('r', p)); err != nil {
-						return fmt.Errorf("append to %s/%d: %w", r.Topic, p, err)
+					if pp, err = d.pendingPart(tx, k); err != nil {
+						return err
 					}
-					yb.FillPercent = 1.0 // append-only keys: pack pages full
-					buckets[key] = yb
+					parts[k] = pp
+					order = append(order, k)
 				}
-				if need := encodedSize(r); cap(slab)-len(slab) < need {
-					slab = d.nextSlab(&used, need)
-				}
-				at := len(slab)
-				slab = encodeRecord(slab, r)
-				enc := slab[at:len(slab):len(slab)]
-				if err := yb.Put(offsetKey(st.end), enc); err != nil {
-					return fmt.Errorf("append to %s/%d: %w", r.Topic, p, err)
-				}
-				req.pos[i] = Position{Partition: p, Offset: st.end}
-				st.end++
-				st.bytes += int64(len(r.Key) + len(r.Value))
-				st.open += int64(len(enc))
-				st.stored += int64(len(enc))
-			}
-			mb := tx.Bucket(bucketMeta)
-			for _, m := range req.b.Meta {
-				if err := mb.Put([]byte(m.Key), m.Value); err != nil {
-					return fmt.Errorf("append meta %q: %w", m.Key, err)
-				}
+				req.pos[i] = Position{Partition: k.p, Offset: pp.next}
+				pp.next++
+				n := int64(encodedSize(r))
+				pp.enc += n
+				groupEnc += n
 			}
 		}
-		for _, key := range order {
-			tb := topicBuckets[key.topic]
-			st := states[key]
-			before := st.stored
-			if err := d.seal(tb, buckets[key], key.p, st); err != nil {
-				return fmt.Errorf("append to %s/%d: %w", key.topic, key.p, err)
-			}
-			stored += st.stored - before
-			if err := tb.Put(partKey('s', key.p), st.encode()); err != nil {
-				return err
+		seal := !d.opts.Compress || d.tail.frames >= maxTailFrames || d.tail.bytes+groupEnc >= maxTailBytes
+		for _, k := range order {
+			if pp := parts[k]; pp.st.open+pp.tail.enc+pp.enc >= int64(d.opts.CompressBatchBytes) {
+				seal = true
 			}
 		}
-		fault.Hit(hookInCommit)
-		return nil
+		if !seal {
+			var err error
+			toTail, metas, err = d.putTail(tx, group, groupEnc)
+			return err
+		}
+		sealed = true
+		var err error
+		stored, err = d.putSealed(tx, group, parts, order)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("group commit: %w", err)
 	}
 	d.wrote()
+	d.tailMu.Lock()
+	switch {
+	case sealed:
+		d.tail = newOpenTail(0)
+	default:
+		d.tail.add(toTail, metas)
+		for _, r := range toTail {
+			stored += int64(len(r.enc))
+		}
+	}
+	d.tailMu.Unlock()
 	fault.Hit(hookAfterCommit)
+	return stored, nil
+}
+
+// pendingPart is a partition a group commit appends to.
+type pendingPart struct {
+	tb   *bolt.Bucket
+	st   partState
+	tail tailPart // its records in the tail (a copy)
+	next int64    // the offset of the group's next record in it
+	enc  int64    // the group's encoded bytes in it
+}
+
+func (d *DB) pendingPart(tx *bolt.Tx, k tailKey) (*pendingPart, error) {
+	tb := tx.Bucket(topicBucketName(k.topic))
+	if tb == nil {
+		return nil, fmt.Errorf("append to %q: %w", k.topic, ErrUnknownTopic)
+	}
+	st, err := decodeState(tb.Get(partKey('s', k.p)))
+	if err != nil {
+		return nil, fmt.Errorf("append to %s/%d: state: %w", k.topic, k.p, err)
+	}
+	pp := &pendingPart{tb: tb, st: st, next: st.end}
+	if t := d.tail.parts[k]; t != nil {
+		if t.from != st.end {
+			return nil, fmt.Errorf("append to %s/%d: tail from %d, state end %d: %w", k.topic, k.p, t.from, st.end, errCorruptRecord)
+		}
+		pp.tail = *t
+		pp.next = t.end()
+	}
+	return pp, nil
+}
+
+// putTail writes the group as one frame of the tail (see tail.go), its
+// records encoded into memory of their own: the tail keeps them.
+func (d *DB) putTail(tx *bolt.Tx, group []*appendReq, groupEnc int64) ([]tailRecord, []Meta, error) {
+	buf := make([]byte, 0, groupEnc)
+	var recs []tailRecord
+	var metas []Meta
+	for _, req := range group {
+		for i := range req.b.Records {
+			r := &req.b.Records[i]
+			at := len(buf)
+			buf = encodeRecord(buf, r)
+			recs = append(recs, tailRecord{
+				key: tailKey{r.Topic, req.parts[i]},
+				off: req.pos[i].Offset,
+				enc: buf[at:len(buf):len(buf)],
+				kv:  int64(len(r.Key) + len(r.Value)),
+			})
+		}
+		for _, m := range req.b.Meta {
+			metas = append(metas, Meta{Key: m.Key, Value: bytes.Clone(m.Value)})
+		}
+	}
+	b, err := tx.CreateBucketIfNotExists(bucketTail)
+	if err != nil {
+		return nil, nil, fmt.Errorf("append to the tail: %w", err)
+	}
+	b.FillPercent = 1.0 // append-only keys: pack pages full
+	if err := b.Put(seqKey(d.tail.next), encodeTailFrame(d.batchEnc, recs, metas)); err != nil {
+		return nil, nil, fmt.Errorf("append to the tail: %w", err)
+	}
+	fault.Hit(hookInTail)
+	fault.Hit(hookInCommit)
+	return recs, metas, nil
+}
+
+// putSealed writes the tail's records and the group's into their
+// partitions, seals them into batches (every partition with tail records,
+// and the group's: see seal), writes the tail's metadata and the group's
+// into the meta bucket and deletes the tail. It returns the growth of the
+// partitions' stored bytes.
+func (d *DB) putSealed(tx *bolt.Tx, group []*appendReq, parts map[tailKey]*pendingPart, order []tailKey) (stored int64, err error) {
+	var tailOnly []tailKey
+	for k := range d.tail.parts {
+		if parts[k] == nil {
+			tailOnly = append(tailOnly, k)
+		}
+	}
+	sort.Slice(tailOnly, func(i, j int) bool {
+		a, b := tailOnly[i], tailOnly[j]
+		return a.topic < b.topic || a.topic == b.topic && a.p < b.p
+	})
+	for _, k := range tailOnly {
+		pp, err := d.pendingPart(tx, k)
+		if err != nil {
+			return 0, err
+		}
+		parts[k] = pp
+		order = append(order, k)
+	}
+	buckets := map[tailKey]*bolt.Bucket{}
+	initial := map[tailKey]int64{}
+	for _, k := range order {
+		pp := parts[k]
+		initial[k] = pp.st.stored
+		yb, err := pp.tb.CreateBucketIfNotExists(partKey('r', k.p))
+		if err != nil {
+			return 0, fmt.Errorf("append to %s/%d: %w", k.topic, k.p, err)
+		}
+		yb.FillPercent = 1.0 // append-only keys: pack pages full
+		buckets[k] = yb
+		for i, enc := range pp.tail.encs {
+			if err := yb.Put(offsetKey(pp.st.end), enc); err != nil {
+				return 0, fmt.Errorf("append to %s/%d: %w", k.topic, k.p, err)
+			}
+			pp.st.end++
+			pp.st.bytes += pp.tail.kvs[i]
+			pp.st.open += int64(len(enc))
+			pp.st.stored += int64(len(enc))
+		}
+	}
+	mb := tx.Bucket(bucketMeta)
+	for key, v := range d.tail.meta { // older than the group's
+		if err := mb.Put([]byte(key), v); err != nil {
+			return 0, fmt.Errorf("append meta %q: %w", key, err)
+		}
+	}
+	var slab []byte
+	used := 0
+	for _, req := range group {
+		for i := range req.b.Records {
+			r := &req.b.Records[i]
+			k := tailKey{r.Topic, req.parts[i]}
+			pp := parts[k]
+			if need := encodedSize(r); cap(slab)-len(slab) < need {
+				slab = d.nextSlab(&used, need)
+			}
+			at := len(slab)
+			slab = encodeRecord(slab, r)
+			enc := slab[at:len(slab):len(slab)]
+			if err := buckets[k].Put(offsetKey(pp.st.end), enc); err != nil {
+				return 0, fmt.Errorf("append to %s/%d: %w", k.topic, k.p, err)
+			}
+			pp.st.end++
+			pp.st.bytes += int64(len(r.Key) + len(r.Value))
+			pp.st.open += int64(len(enc))
+			pp.st.stored += int64(len(enc))
+		}
+		for _, m := range req.b.Meta {
+			if err := mb.Put([]byte(m.Key), m.Value); err != nil {
+				return 0, fmt.Errorf("append meta %q: %w", m.Key, err)
+			}
+		}
+	}
+	for _, k := range order {
+		pp := parts[k]
+		if err := d.seal(pp.tb, buckets[k], k.p, &pp.st, d.tail.parts[k] != nil); err != nil {
+			return 0, fmt.Errorf("append to %s/%d: %w", k.topic, k.p, err)
+		}
+		stored += pp.st.stored - initial[k]
+		if err := pp.tb.Put(partKey('s', k.p), pp.st.encode()); err != nil {
+			return 0, err
+		}
+	}
+	if tx.Bucket(bucketTail) != nil {
+		if err := tx.DeleteBucket(bucketTail); err != nil {
+			return 0, fmt.Errorf("seal the tail: %w", err)
+		}
+	}
+	fault.Hit(hookInCommit)
 	return stored, nil
 }
 
 // seal compresses partition p's open records (st.openFrom on, in bucket
 // rb) into sealed batches of about d.opts.CompressBatchBytes each (see batch.go) once
-// they hold that much, and deletes them from rb, in the commit's
+// they hold that much (with force, whatever they hold: the records that
+// were in the tail), and deletes them from rb, in the commit's
 // transaction (a crash leaves them open or sealed, never both). It updates
 // st. A commit of a few records thus writes them as they are (the last
 // leaf of rb, as a commit of the first format did), and a batch is
 // compressed and written once, whole. Records of the first format (below
 // openFrom) are left as they are, read as they are, until retention trims
 // them.
-func (d *DB) seal(tb, rb *bolt.Bucket, p int, st *partState) error {
-	if !d.opts.Compress || st.open < int64(d.opts.CompressBatchBytes) {
+func (d *DB) seal(tb, rb *bolt.Bucket, p int, st *partState, force bool) error {
+	if !d.opts.Compress || st.open == 0 || !force && st.open < int64(d.opts.CompressBatchBytes) {
 		return nil
 	}
 	yb := rb

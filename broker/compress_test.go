@@ -177,9 +177,11 @@ func TestCorruptBatchRefused(t *testing.T) {
 }
 
 // TestCrashAppendCompressed is TestCrashAppend with compression on and
-// small batches (8 KiB, so that most commits seal one): random kills, and a
-// kill inside a commit that sealed a batch (broker.in-seal), which must
-// lose that commit's batch and nothing else.
+// small batches (8 KiB, so that every few commits seal one and the others
+// go into the open tail): random kills, a kill inside a commit that sealed
+// a batch (broker.in-seal) and one inside a commit that wrote a tail frame
+// (broker.in-tail), each of which must lose that commit's batch and
+// nothing else.
 func TestCrashAppendCompressed(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
@@ -196,14 +198,21 @@ func TestCrashAppendCompressed(t *testing.T) {
 			}
 		}
 	}
-	before, _ := checkLog(t, dir)
-	run := runChild(t, dir, append(env, "BROKER_CRASH_HOOK=broker.in-seal", "BROKER_CRASH_SKIP=3"), 0, rng)
-	if !strings.Contains(run.stderr, fault.Marker("broker.in-seal")) {
-		t.Fatalf("inconclusive: the seal hook did not fire (stderr %q)", run.stderr)
-	}
-	after, _ := checkLog(t, dir)
-	if extra := len(after) - len(before) - len(run.acked); extra != 0 {
-		t.Fatalf("killed inside a sealing commit: %d unacknowledged batches stored, want 0", extra)
+	for _, hook := range []string{"broker.in-seal", "broker.in-tail"} {
+		before, _ := checkLog(t, dir)
+		run := runChild(t, dir, append(env, "BROKER_CRASH_HOOK="+hook, "BROKER_CRASH_SKIP=3"), 0, rng)
+		if !strings.Contains(run.stderr, fault.Marker(hook)) {
+			t.Fatalf("inconclusive: hook %s did not fire (stderr %q)", hook, run.stderr)
+		}
+		after, _ := checkLog(t, dir)
+		for _, b := range run.acked {
+			if !after[b] {
+				t.Fatalf("killed at %s: batch %d was acknowledged but is not stored", hook, b)
+			}
+		}
+		if extra := len(after) - len(before) - len(run.acked); extra != 0 {
+			t.Fatalf("killed at %s: %d unacknowledged batches stored, want 0", hook, extra)
+		}
 	}
 	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
 	if err != nil {

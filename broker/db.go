@@ -28,13 +28,15 @@ const (
 )
 
 // formatValue identifies a broker database; Open refuses bbolt files
-// without it. Format 2 stores records in compressed batches (batch.go);
-// format 1 stored each record as it came. This version reads both: the
-// first transaction that writes to a format-1 file marks it format 2 (its
-// old records stay as they are, readable, until retention trims them), so
-// that an older binary refuses it by name instead of misreading it.
+// without it. Format 3 adds the open tail (tail.go); format 2 stores
+// records in compressed batches (batch.go); format 1 stored each record as
+// it came. This version reads all three: the first transaction that writes
+// to a file of an older format marks it format 3 (its old records stay as
+// they are, readable, until retention trims them), so that an older binary
+// refuses it by name instead of misreading it.
 const (
-	formatValue = "lakehouse-broker/2"
+	formatValue = "lakehouse-broker/3"
+	formatV2    = "lakehouse-broker/2"
 	formatV1    = "lakehouse-broker/1"
 )
 
@@ -102,7 +104,9 @@ type DB struct {
 	residentAtRelease  atomic.Int64 // fileResident after the last ReleaseMapped (or Open)
 	slabs              [][]byte     // encode buffers reused between group commits (committer goroutine only)
 
-	formatV1         atomic.Bool      // the file is marked format 1: the next writing transaction marks it 2
+	formatOld        atomic.Bool      // the file is marked format 1 or 2: the next writing transaction marks it 3
+	tailMu           sync.RWMutex     // guards tail
+	tail             openTail         // the records and metadata of the tail bucket, decoded (tail.go)
 	batchEnc         *zstd.Encoder    // committer goroutine only
 	appended         atomic.Int64     // stored (compressed) record bytes committed since Open
 	retainMu         sync.Mutex       // serialises Retain calls and guards retainSeen
@@ -285,7 +289,10 @@ func (d *DB) readFormat(tx *bolt.Tx) error {
 	if tx.Bucket(bucketMeta) == nil {
 		return fmt.Errorf("open broker %s: %w: no meta bucket", d.path, ErrNotBroker)
 	}
-	return d.loadTopics(tx)
+	if err := d.loadTopics(tx); err != nil {
+		return err
+	}
+	return d.loadTail(tx)
 }
 
 func (d *DB) initTx(tx *bolt.Tx, existed bool) error {
@@ -312,37 +319,40 @@ func (d *DB) initTx(tx *bolt.Tx, existed bool) error {
 			return err
 		}
 	}
-	return d.loadTopics(tx)
+	if err := d.loadTopics(tx); err != nil {
+		return err
+	}
+	return d.loadTail(tx)
 }
 
-// checkFormat accepts a file of format 1 or 2 and notes which.
+// checkFormat accepts a file of format 1, 2 or 3 and notes which.
 func (d *DB) checkFormat(info *bolt.Bucket) error {
 	switch got := string(info.Get(keyFormat)); got {
 	case formatValue:
-		d.formatV1.Store(false)
-	case formatV1:
-		d.formatV1.Store(true)
+		d.formatOld.Store(false)
+	case formatV1, formatV2:
+		d.formatOld.Store(true)
 	default:
-		return fmt.Errorf("open broker %s: %w: format %q, want %q or %q", d.path, ErrNotBroker, got, formatValue, formatV1)
+		return fmt.Errorf("open broker %s: %w: format %q, want %q, %q or %q", d.path, ErrNotBroker, got, formatValue, formatV2, formatV1)
 	}
 	return nil
 }
 
-// markFormat marks a format-1 file format 2 in tx, a transaction that
-// writes what format 1 cannot read (batches, a state with stored bytes).
-// The mark is noted as done only once tx committed (see wrote).
+// markFormat marks a file of format 1 or 2 format 3 in tx, a transaction
+// that writes what they cannot read (batches, a state with stored bytes, a
+// tail). The mark is noted as done only once tx committed (see wrote).
 func (d *DB) markFormat(tx *bolt.Tx) error {
-	if !d.formatV1.Load() {
+	if !d.formatOld.Load() {
 		return nil
 	}
 	if err := tx.Bucket(bucketInfo).Put(keyFormat, []byte(formatValue)); err != nil {
-		return fmt.Errorf("mark %s format 2: %w", d.path, err)
+		return fmt.Errorf("mark %s format 3: %w", d.path, err)
 	}
 	return nil
 }
 
 // wrote notes that a transaction that called markFormat committed.
-func (d *DB) wrote() { d.formatV1.Store(false) }
+func (d *DB) wrote() { d.formatOld.Store(false) }
 
 func (d *DB) loadTopics(tx *bolt.Tx) error {
 	tb := tx.Bucket(bucketTopics)
@@ -453,6 +463,11 @@ func (d *DB) Offsets(ctx context.Context, topic string) ([]PartitionOffsets, err
 		return nil, err
 	}
 	out := make([]PartitionOffsets, n)
+	// The tail first, then the states: see tail.go.
+	tails := make([]tailPart, n)
+	for p := range tails {
+		tails[p], _ = d.tailOf(topic, p)
+	}
 	err = d.view(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(topicBucketName(topic))
 		for p := 0; p < n; p++ {
@@ -461,6 +476,12 @@ func (d *DB) Offsets(ctx context.Context, topic string) ([]PartitionOffsets, err
 				return fmt.Errorf("partition %d state: %w", p, err)
 			}
 			out[p] = PartitionOffsets{Partition: p, Start: st.start, End: st.end, Bytes: st.bytes, Stored: st.stored}
+			if t := tails[p]; t.end() > st.end {
+				kv, enc := t.beyond(st.end)
+				out[p].End = t.end()
+				out[p].Bytes += kv
+				out[p].Stored += enc
+			}
 		}
 		return nil
 	})
@@ -472,6 +493,9 @@ func (d *DB) Offsets(ctx context.Context, topic string) ([]PartitionOffsets, err
 
 // Meta implements Log.
 func (d *DB) Meta(ctx context.Context, key string) ([]byte, error) {
+	if v, ok := d.tailMeta(key); ok { // newer than the meta bucket's, or equal
+		return append([]byte{}, v...), nil
+	}
 	var v []byte
 	err := d.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketMeta).Get([]byte(key)); b != nil {
@@ -542,7 +566,8 @@ type storedRecord struct {
 // A partition's records are, in offset order: those of the first format
 // (one bbolt value per record, bucket 'r', written before batches), the
 // sealed batches (bucket 'z'), the open records (bucket 'r' again, one
-// value per record, not yet sealed in a batch: see seal).
+// value per record, not yet sealed in a batch: see seal), then those of the
+// tail (tail.go), which the partition's state does not count.
 func (d *DB) eachRecord(op, topic string, partition int, from int64, max int, values bool, start func(want int64), fn func(off int64, r storedRecord) error) error {
 	n, err := d.partitions(topic)
 	if err != nil {
@@ -551,11 +576,19 @@ func (d *DB) eachRecord(op, topic string, partition int, from int64, max int, va
 	if partition < 0 || partition >= n {
 		return fmt.Errorf("%s %s/%d: %w", op, topic, partition, ErrBadPartition)
 	}
+	tail, _ := d.tailOf(topic, partition) // before the transaction: see tail.go
 	return d.view(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(topicBucketName(topic))
 		st, err := decodeState(tb.Get(partKey('s', partition)))
 		if err != nil {
 			return err
+		}
+		stored := st.end // the records of the file's partition end here, the tail's after
+		if tail.from > st.end {
+			return fmt.Errorf("%s %s/%d in %s: tail from %d beyond the end %d: %w", op, topic, partition, d.path, tail.from, st.end, errCorruptRecord)
+		}
+		if tail.end() > st.end {
+			st.end = tail.end()
 		}
 		switch {
 		case from < st.start:
@@ -572,13 +605,14 @@ func (d *DB) eachRecord(op, topic string, partition int, from int64, max int, va
 		}
 		start(want)
 		next, end := from, from+want
+		inFile := min(end, stored)
 		plain := func(bucket []byte) error {
 			rb := tb.Bucket(bucket)
 			if rb == nil {
 				return nil
 			}
 			c := rb.Cursor()
-			for k, v := c.Seek(offsetKey(next)); k != nil && next < end; k, v = c.Next() {
+			for k, v := c.Seek(offsetKey(next)); k != nil && next < inFile; k, v = c.Next() {
 				if int64(binary.BigEndian.Uint64(k)) != next {
 					break // the rest is elsewhere
 				}
@@ -599,14 +633,28 @@ func (d *DB) eachRecord(op, topic string, partition int, from int64, max int, va
 		if err := plain(partKey('r', partition)); err != nil {
 			return err
 		}
-		if next < end {
-			if next, err = d.eachBatched(tb.Bucket(partKey('z', partition)), op, topic, partition, next, end, values, fn); err != nil {
+		if next < inFile {
+			if next, err = d.eachBatched(tb.Bucket(partKey('z', partition)), op, topic, partition, next, inFile, values, fn); err != nil {
 				return err
 			}
 		}
-		if next < end {
+		if next < inFile {
 			if err := plain(partKey('r', partition)); err != nil {
 				return err
+			}
+		}
+		for ; next >= inFile && next < end; next++ {
+			if next < tail.from || next >= tail.end() {
+				break
+			}
+			i := next - tail.from
+			// Shared by every reader: decoded as a copy. In memory: nothing of the map read.
+			r := storedRecord{kv: tail.kvs[i]}
+			if values {
+				r.enc = tail.encs[i]
+			}
+			if err := fn(next, r); err != nil {
+				return fmt.Errorf("%s %s/%d@%d (tail) in %s: %w", op, topic, partition, next, d.path, err)
 			}
 		}
 		if next < end {

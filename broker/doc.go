@@ -6,7 +6,9 @@
 // offsets starting at 0, records (key, value, timestamp, headers) returned
 // byte for byte (stored one by one, or with Options.Compress sealed into
 // zstd batches of about 64 KiB once a partition's open records fill one,
-// in the commit that fills it; files of every format stay readable),
+// in the commit that fills it, the commits before it writing their records
+// as one compressed frame of the open tail: see tail.go; files of every
+// format stay readable),
 // producer metadata (such as a source's resume position) committed
 // in the same transaction as the records it covers, group commit, and
 // retention.
@@ -29,7 +31,8 @@
 // transaction runs under internal/boltfile's Guard), which is rolled back.
 // A compressed batch that fails its checksums or does not decompress is
 // refused (ErrCorruptBatch, with ErrNotBroker), naming the file, the
-// partition and its offsets; none of its records is returned.
+// partition and its offsets; none of its records is returned. A damaged
+// frame of the open tail makes Open refuse the file, naming the frame.
 // CheckFile reads every page (`verify` runs it). Options.ReadOnly opens a
 // file without ever writing to it. One caller's batch that the store would
 // refuse (ErrBadMeta) fails only that caller, never the others of its

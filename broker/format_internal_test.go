@@ -63,7 +63,7 @@ func format1Value(j int) []byte { return fmt.Appendf(nil, `{"seq":%d,"pad":"%020
 // TestFormat1FileStaysReadable: a broker.db of the first format opens
 // read-only unchanged; opened with Compress it takes appends that seal
 // batches after its old records, reads every record of both formats in
-// one range, marks itself format 2 (so an older binary refuses it by
+// one range, marks itself format 3 (so an older binary refuses it by
 // name), and retention trims through the old records into the batches.
 func TestFormat1FileStaysReadable(t *testing.T) {
 	ctx := context.Background()
