@@ -41,7 +41,8 @@ const (
 // count, what costs is reading manifests: expiry's cleanup and compaction
 // read every live one, each parsing its Avro schema, so merging once 16 have
 // accumulated costs less than the reads it saves), deletion of superseded
-// metadata files,
+// metadata files beyond the newest 5 (the metadata log is rewritten into
+// every metadata.json, one a commit, and only a rollback by hand reads it),
 // and no library retry (which would replay a commit blindly; CommitBatch
 // retries itself).
 var DefaultTableProps = map[string]string{
@@ -49,7 +50,7 @@ var DefaultTableProps = map[string]string{
 	icetable.ManifestMergeEnabledKey:             "true",
 	icetable.ManifestMinMergeCountKey:            "16", // see DefaultTableProps
 	icetable.MetadataDeleteAfterCommitEnabledKey: "true",
-	icetable.MetadataPreviousVersionsMaxKey:      "20",
+	icetable.MetadataPreviousVersionsMaxKey:      "5",
 	icetable.CommitNumRetriesKey:                 "0",
 	icetable.WriteTargetFileSizeBytesKey:         "134217728", // 128 MiB
 	icetable.ParquetRowGroupSizeBytesKey:         "16777216",  // 16 MiB
