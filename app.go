@@ -117,7 +117,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "least level logged: debug, info, warn or error")
 	fs.BoolVar(&f.noIngest, "no-ingest", false, "run the streams and marts only (no SSE client)")
 	fs.DurationVar(&f.retention, "retention", defaultRetention, "broker retention: trim recentchange records older than this, never past what bronze has committed (0: keep everything)")
-	fs.Int64Var(&f.retentionBytes, "retention-bytes", retentionBytesAuto, "broker retention by size: trim the oldest recentchange records while the topic stores more than this many bytes (compressed), never past what bronze has committed (-1: a fifth of the size of the data directory's file system; 0: no size limit)")
+	fs.Int64Var(&f.retentionBytes, "retention-bytes", retentionBytesAuto, "broker retention by size: trim the oldest recentchange records while the topic stores more than this many bytes (compressed), never past what bronze has committed (-1: a tenth of the size of the data directory's file system; 0: no size limit)")
 	fs.DurationVar(&f.dlqRetention, "dlq-retention", 30*24*time.Hour, "trim dead-letter records older than this (0: keep everything)")
 	fs.DurationVar(&f.opsRetention, "ops-retention", 7*24*time.Hour, "delete rows of the ops tables (ops.stream_progress, ops.runs, ops.asset_checks) older than this, hourly (0: keep everything)")
 	fs.Int64Var(&f.diskReserve, "disk-reserve", defaultDiskReserve, "bytes kept free on the data directory's file system: below this, ingest stops storing (and reading) new events, so the queries can still drain what is stored; it resumes by itself once space is freed (0: no reserve)")

@@ -61,16 +61,17 @@ func retainLanded(ctx context.Context, db *broker.DB, lake *table.Lake, topic, i
 	return n, nil
 }
 
-// retentionBytesAuto is --retention-bytes' default: a fifth of the size
+// retentionBytesAuto is --retention-bytes' default: a tenth of the size
 // of the data directory's file system. The broker's records are what
 // bronze has not landed yet, and the past that `reland` can replay; once
-// bronze holds a record, the warehouse keeps it (in a seventh of the
-// space, as Parquet), so the broker's share is a buffer, not the lake.
+// bronze holds a record, the warehouse keeps it for good, so the broker's
+// share is a buffer, not the lake: on a small disk a tenth still holds
+// days of the real stream, and leaves the rest to the warehouse's growth.
 const retentionBytesAuto = -1
 
 // retentionBytesShare is the part of the file system retentionBytesAuto
 // gives the broker: 1/retentionBytesShare.
-const retentionBytesShare = 5
+const retentionBytesShare = 10
 
 // brokerRetentionBytes resolves --retention-bytes for the data directory:
 // 0 (no size limit) when the file system's size cannot be had.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,7 +127,7 @@ func TestDLQRetention(t *testing.T) {
 // recentchange records go (whole compressed batches) while the topic
 // stores more than the limit, however young, but never past what bronze
 // has committed; once the floor allows, the topic ends at most a batch
-// per partition above the limit. --retention-bytes -1 resolves to a fifth
+// per partition above the limit. --retention-bytes -1 resolves to a tenth
 // of the data directory's file system.
 func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 	ctx := context.Background()
@@ -201,8 +202,12 @@ func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 	t.Logf("%d bytes stored, limit %d: %d left, starts %v", full, limit, left, starts)
 
 	f := pipelineFlags{common: common{data: dir}, retentionBytes: retentionBytesAuto}
-	if auto := f.brokerRetentionBytes(); auto <= 0 {
-		t.Fatalf("--retention-bytes -1 on %s resolved to %d, want a fifth of its file system", dir, auto)
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if auto, want := f.brokerRetentionBytes(), int64(fs.Blocks)*int64(fs.Bsize)/10; auto != want || auto <= 0 {
+		t.Fatalf("--retention-bytes -1 on %s resolved to %d, want a tenth of its file system, %d", dir, auto, want)
 	}
 	f.retentionBytes = 12345
 	if got := f.brokerRetentionBytes(); got != 12345 {

@@ -100,7 +100,7 @@ func (f *pipelineFlags) check(withSource bool) error {
 	e.notNegative("refresh", f.refresh, "no marts")
 	e.notNegative("retention", f.retention, "keeping every record")
 	if f.retentionBytes < retentionBytesAuto {
-		e.add("retention-bytes", "%d: want a number of bytes, 0 for no size limit, or -1 for a fifth of the file system", f.retentionBytes)
+		e.add("retention-bytes", "%d: want a number of bytes, 0 for no size limit, or -1 for a tenth of the file system", f.retentionBytes)
 	}
 	e.notNegative("dlq-retention", f.dlqRetention, "keeping every dead letter")
 	e.notNegative("ops-retention", f.opsRetention, "keeping every ops row")
