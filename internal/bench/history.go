@@ -213,10 +213,10 @@ func measureLength(ctx context.Context, cfg HistoryConfig, days float64) LengthR
 		res.Errors = append(res.Errors, "build: "+err.Error())
 		return res
 	}
-	if res.Disk, err = diskUsage(built, days); err != nil {
+	if res.Disk, err = diskUsage(ctx, built, days); err != nil {
 		res.Errors = append(res.Errors, "disk: "+err.Error())
 	}
-	say("lake %s: %s on disk (%s a day)", built, fmtBytes(res.Disk.Total), fmtBytes(int64(res.Disk.PerDay)))
+	say("lake %s: %s on disk (%s a day), %s of it data files awaiting expiry", built, fmtBytes(res.Disk.Total), fmtBytes(int64(res.Disk.PerDay)), fmtBytes(res.Disk.AwaitingExpiry))
 	lake := built
 	if cfg.Keep || res.Build.Reused != "" {
 		lake = filepath.Join(cfg.WorkDir, name+".measure")

@@ -48,7 +48,7 @@ func projectDisk(d DiskUsage, days float64, perDay int, plan DiskPlan) DiskProje
 	p := DiskProjection{Plan: plan, FromDays: days, Scale: float64(plan.RealPerDay) / float64(perDay)}
 	broker := float64(d.Bytes("broker.db"))
 	p.BrokerPerDay = broker / days * p.Scale
-	p.OtherPerDay = (float64(d.Total) - broker) / days * p.Scale
+	p.OtherPerDay = (float64(d.Total-d.AwaitingExpiry) - broker) / days * p.Scale
 	p.BrokerCap = plan.BrokerShare * float64(plan.FSBytes)
 	if plan.BrokerAge > 0 {
 		p.BrokerCap = min(p.BrokerCap, p.BrokerPerDay*plan.BrokerAge.Hours()/24)

@@ -189,6 +189,7 @@ func writeSideBySide(row func(string, func(LengthResult) string), section func(s
 	section("disk")
 	row("total", func(l LengthResult) string { return diskBytes(l.Disk.Total) })
 	row("per day of history", func(l LengthResult) string { return diskBytes(int64(l.Disk.PerDay)) })
+	row("of which data files awaiting expiry", func(l LengthResult) string { return diskBytes(l.Disk.AwaitingExpiry) })
 	for _, c := range []string{"broker.db", "catalog.db", "warehouse/bronze", "warehouse/silver", "warehouse/gold", "warehouse/ops", "checkpoints", "tmp", "other"} {
 		row(c, func(l LengthResult) string { return diskBytes(l.Disk.Bytes(c)) })
 	}
@@ -268,7 +269,7 @@ func diskMethod(rep HistoryReport) string {
 	if p == nil {
 		return ""
 	}
-	return fmt.Sprintf("\n- **Disk projection.** From the %g-day lake, scaled by %.0f to the real stream's %s events a day: broker.db grows %s a day until retention caps it at %s (the smaller of `--retention` %s and `--retention-bytes`' default, %.0f %% of the file system); the rest (warehouse, checkpoints, catalog) grows %s a day for good (no table retention by default). The days are those until free space on a %.0f GB file system falls to `--disk-reserve` (%s), with the operating system's own files left out.",
+	return fmt.Sprintf("\n- **Disk projection.** From the %g-day lake, scaled by %.0f to the real stream's %s events a day: broker.db grows %s a day until retention caps it at %s (the smaller of `--retention` %s and `--retention-bytes`' default, %.0f %% of the file system); the rest (warehouse, checkpoints, catalog) grows %s a day for good (no table retention by default), leaving out the data files awaiting expiry (files compaction replaced, which a service's next expiry deletes within seconds, but which a lake built in minutes still holds). The days are those until free space on a %.0f GB file system falls to `--disk-reserve` (%s), with the operating system's own files left out.",
 		p.FromDays, p.Scale, humanize.Count(int64(p.Plan.RealPerDay)), fmtBytes(int64(p.BrokerPerDay)), fmtBytes(int64(p.BrokerCap)), p.Plan.BrokerAge, p.Plan.BrokerShare*100,
 		fmtBytes(int64(p.OtherPerDay)), float64(p.Plan.FSBytes)/1e9, fmtBytes(p.Plan.Reserve))
 }
