@@ -19,6 +19,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/internal/fault"
+	"lakehouse/internal/recentchange"
 	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/stream/sessions"
@@ -77,7 +78,7 @@ type pipelineFlags struct {
 // silver keeps, for run and for verify (which must be told the same).
 func registerEventTime(fs *flag.FlagSet, watermark, maxEventAhead *time.Duration) {
 	fs.DurationVar(watermark, "watermark", 10*time.Minute, "silver watermark delay: events older than newest-seen minus this are dropped as late")
-	fs.DurationVar(maxEventAhead, "max-event-ahead", ingest.DefaultMaxEventAhead, "event time is bounded by intake time: an event whose timestamp is more than this ahead of its meta.dt, or whose meta.dt is more than this ahead of the broker's clock, goes to the DLQ (silver applies the same rule), so a bad clock never moves the watermark")
+	fs.DurationVar(maxEventAhead, "max-event-ahead", recentchange.DefaultMaxAhead, "event time is bounded by intake time: an event whose timestamp is more than this ahead of its meta.dt, or whose meta.dt is more than this ahead of the broker's clock, goes to the DLQ (silver applies the same rule), so a bad clock never moves the watermark")
 }
 
 func (f *pipelineFlags) register(fs *flag.FlagSet) {

@@ -50,7 +50,7 @@ func TestRetentionNeverPassesBronze(t *testing.T) {
 		t.Fatalf("retention before any bronze commit: removed %d, %v; want 0", n, err)
 	}
 	// Bronze has committed offsets 0..3 of partition 0 and nothing of 1.
-	end := stream.PartitionOffsets{0: 4}
+	end := stream.NextOffsets{0: 4}
 	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: stream.BronzeQuery, ID: 0, Offsets: string(end.Offset())}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestDLQRetention(t *testing.T) {
 		t.Fatalf("DLQ retention before the dead-letter query committed: removed %d, %v; want 0", n, err)
 	}
 	for id, end := range []int64{1, 4} {
-		off := stream.PartitionOffsets{0: end}
+		off := stream.NextOffsets{0: end}
 		if _, err := lake.CommitBatch(ctx, table.BronzeDLQ, table.Batch{Query: stream.DLQQuery, ID: int64(id), Offsets: string(off.Offset())}); err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 		t.Fatalf("size retention before any bronze commit: removed %d, %v; want 0", n, err)
 	}
 	// Bronze has landed 300 records of partition 0 and 1,500 of 1.
-	floor := stream.PartitionOffsets{0: 300, 1: 1500}
+	floor := stream.NextOffsets{0: 300, 1: 1500}
 	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: stream.BronzeQuery, ID: 0, Offsets: string(floor.Offset())}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 		t.Fatalf("size retention with floors 300/1500: starts %v; want 300 (the floor) and 1000..1500 (down to the limit, never past the floor)", starts)
 	}
 	// Everything landed: the topic ends within a batch per partition of the limit.
-	floor = stream.PartitionOffsets{0: 2000, 1: 2000}
+	floor = stream.NextOffsets{0: 2000, 1: 2000}
 	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: stream.BronzeQuery, ID: 1, Offsets: string(floor.Offset())}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,16 +16,16 @@ func TestKillAtBronze(t *testing.T) {
 	kills := make(chan string, 4)
 	var seen []int64
 	cb := killAtBronze(1000, func(p stream.Progress) { seen = append(seen, p.Batch) }, func(name string) { kills <- name })
-	batch := func(n int64, end stream.PartitionOffsets) {
+	batch := func(n int64, end stream.NextOffsets) {
 		cb(stream.Progress{Batch: n, End: end.Offset(), Total: 5 * time.Millisecond})
 	}
-	batch(0, stream.PartitionOffsets{0: 300, 1: 200}) // 500: below the target
+	batch(0, stream.NextOffsets{0: 300, 1: 200}) // 500: below the target
 	select {
 	case name := <-kills:
 		t.Fatalf("killed (%s) at 500 committed offsets, target 1000", name)
 	case <-time.After(50 * time.Millisecond):
 	}
-	batch(1, stream.PartitionOffsets{0: 600, 1: 500}) // 1100: arms a timer of up to 5 ms
+	batch(1, stream.NextOffsets{0: 600, 1: 500}) // 1100: arms a timer of up to 5 ms
 	select {
 	case name := <-kills:
 		if name != "kill-at-bronze" {
@@ -36,7 +36,7 @@ func TestKillAtBronze(t *testing.T) {
 	}
 	// A batch committed after the arming one kills at once (the timer may
 	// be longer than the batches after it).
-	batch(2, stream.PartitionOffsets{0: 900, 1: 800})
+	batch(2, stream.NextOffsets{0: 900, 1: 800})
 	select {
 	case <-kills:
 	default:

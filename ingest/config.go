@@ -39,10 +39,6 @@ const (
 	// DefaultIdleTimeout drops a connection that delivered no bytes for this
 	// long (a stalled TCP stream never errors by itself).
 	DefaultIdleTimeout = 60 * time.Second
-	// DefaultMaxEventAhead is how far an event's timestamp may be ahead of
-	// its meta.dt, and meta.dt ahead of the broker's clock, before the
-	// contract refuses the event (recentchange.CheckTimes).
-	DefaultMaxEventAhead = recentchange.DefaultMaxAhead
 	// DefaultBatchMaxBytes of event data also end a batch, so one Append
 	// stays small whatever the event size (1,000 events of 200 KB were one
 	// 200 MB transaction).
@@ -172,7 +168,7 @@ func (c *Config) fill() {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.MaxEventAhead <= 0 {
-		c.MaxEventAhead = DefaultMaxEventAhead
+		c.MaxEventAhead = recentchange.DefaultMaxAhead
 	}
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers

@@ -20,19 +20,19 @@ import (
 // Read call.
 const DefaultReadChunk = 10_000
 
-// PartitionOffsets is a broker source position: for each partition, the
+// NextOffsets is a broker source position: for each partition, the
 // offset of the next record to read. Its Offset encoding is a JSON object
 // keyed by partition number, e.g. {"0":120,"1":98}.
-type PartitionOffsets map[int]int64
+type NextOffsets map[int]int64
 
 // Offset encodes the position deterministically.
-func (p PartitionOffsets) Offset() Offset {
+func (p NextOffsets) Offset() Offset {
 	b, _ := json.Marshal(map[int]int64(p)) // map keys are sorted
 	return Offset(b)
 }
 
 // Sum returns the offsets summed over partitions.
-func (p PartitionOffsets) Sum() int64 {
+func (p NextOffsets) Sum() int64 {
 	var n int64
 	for _, o := range p {
 		n += o
@@ -40,9 +40,9 @@ func (p PartitionOffsets) Sum() int64 {
 	return n
 }
 
-// ParsePartitionOffsets decodes an Offset written by PartitionOffsets.Offset.
-func ParsePartitionOffsets(o Offset) (PartitionOffsets, error) {
-	p := PartitionOffsets{}
+// ParsePartitionOffsets decodes an Offset written by NextOffsets.Offset.
+func ParsePartitionOffsets(o Offset) (NextOffsets, error) {
+	p := NextOffsets{}
 	if o == "" {
 		return p, nil
 	}
@@ -84,7 +84,7 @@ func (s *BrokerSource) Earliest(ctx context.Context) (Offset, error) {
 	if err != nil {
 		return "", fmt.Errorf("read offsets of %s: %w", s.Topic, err)
 	}
-	p := PartitionOffsets{}
+	p := NextOffsets{}
 	for _, po := range parts {
 		p[po.Partition] = po.Start
 	}
@@ -151,7 +151,7 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, limit Limit) (Off
 			return "", 0, err
 		}
 	}
-	end := PartitionOffsets{}
+	end := NextOffsets{}
 	var n int64
 	for i, po := range parts {
 		end[po.Partition] = from[po.Partition] + take[i]
@@ -172,7 +172,7 @@ func (s *BrokerSource) Plan(ctx context.Context, start Offset, limit Limit) (Off
 // A partition cut short ends at its first record left out; one whose
 // records all fit keeps its whole range (on a sparse log, offsets after
 // the last record that hold none).
-func (s *BrokerSource) capBytes(ctx context.Context, parts []broker.PartitionOffsets, from PartitionOffsets, take []int64, maxBytes int64) error {
+func (s *BrokerSource) capBytes(ctx context.Context, parts []broker.PartitionOffsets, from NextOffsets, take []int64, maxBytes int64) error {
 	recs := make([][]sizedOffset, len(parts))
 	sparse := broker.IsSparse(s.Log)
 	for i, po := range parts {

@@ -114,7 +114,7 @@ func TestBronzeDrain(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("marker: %v %v", ok, err)
 	}
-	if want := PartitionOffsets(endOffsets(t, db)).Offset(); Offset(m.Offsets) != want || m.Batch != 4 {
+	if want := NextOffsets(endOffsets(t, db)).Offset(); Offset(m.Offsets) != want || m.Batch != 4 {
 		t.Errorf("marker: got batch %d offsets %s, want 4, %s", m.Batch, m.Offsets, want)
 	}
 	rows, _ := progressRows(t, lake, BronzeQuery)

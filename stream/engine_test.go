@@ -128,7 +128,7 @@ func TestBrokerSourcePlan(t *testing.T) {
 		{"all fits", earliest, 5000, 1000},
 		{"capped", earliest, 97, 97},
 		{"cap of one", earliest, 1, 1},
-		{"nothing new", PartitionOffsets(ends).Offset(), 100, 0},
+		{"nothing new", NextOffsets(ends).Offset(), 100, 0},
 		{"missing partitions start at Start", Offset(`{}`), 10, 10},
 	}
 	for _, tc := range tests {
@@ -163,7 +163,7 @@ func TestBrokerSourcePlan(t *testing.T) {
 		})
 	}
 	t.Run("beyond end", func(t *testing.T) {
-		_, _, err := src.Plan(ctx, PartitionOffsets{0: ends[0] + 1}.Offset(), Limit{Units: 10})
+		_, _, err := src.Plan(ctx, NextOffsets{0: ends[0] + 1}.Offset(), Limit{Units: 10})
 		if !errors.Is(err, ErrSourceBehind) {
 			t.Errorf("got %v, want ErrSourceBehind", err)
 		}

@@ -22,7 +22,7 @@ type EventState interface {
 }
 
 // EventFold is what an event-time query (silver, sessions) adds to the
-// EventTime driver: how its state is rebuilt, folded and encoded.
+// EventDriver: how its state is rebuilt, folded and encoded.
 type EventFold[S EventState] interface {
 	// Rebuild returns state version v, reading from store (which may be
 	// nil) the versions it needs; v < 0 is the empty state. A version the
@@ -38,7 +38,7 @@ type EventFold[S EventState] interface {
 	Encode(st S, dst []byte) ([]byte, error)
 }
 
-// EventTime is the processor of an event-time query: it plans each batch's
+// EventDriver is the processor of an event-time query: it plans each batch's
 // watermark from the state before it (NextWatermark: the newest event time
 // minus Delay, never going back), keeps the state version by version
 // (loaded from the runner's store only when it holds another version,
@@ -46,7 +46,7 @@ type EventFold[S EventState] interface {
 // reports each batch's counters. The query's own work is its EventFold. It
 // implements StatefulProcessor, MetaPlanner and StatsReporter, and is used
 // by one runner at a time.
-type EventTime[S EventState] struct {
+type EventDriver[S EventState] struct {
 	fold  EventFold[S]
 	delay time.Duration
 	hook  string           // fault hook hit once the state is encoded ("": none)
@@ -60,15 +60,15 @@ type EventTime[S EventState] struct {
 	statsBatch int64
 }
 
-// NewEventTime returns the driver of fold with watermark delay; hook names
+// NewEventDriver returns the driver of fold with watermark delay; hook names
 // the fault hook hit between encoding a state and the runner's durable
 // write of it ("" for none).
-func NewEventTime[S EventState](fold EventFold[S], delay time.Duration, hook string) *EventTime[S] {
-	return &EventTime[S]{fold: fold, delay: delay, hook: hook, now: time.Now, statsBatch: -1}
+func NewEventDriver[S EventState](fold EventFold[S], delay time.Duration, hook string) *EventDriver[S] {
+	return &EventDriver[S]{fold: fold, delay: delay, hook: hook, now: time.Now, statsBatch: -1}
 }
 
 // ensure makes the held state version v.
-func (p *EventTime[S]) ensure(ctx context.Context, v int64) error {
+func (p *EventDriver[S]) ensure(ctx context.Context, v int64) error {
 	if p.held && p.st.StateVersion() == v {
 		return nil
 	}
@@ -82,13 +82,13 @@ func (p *EventTime[S]) ensure(ctx context.Context, v int64) error {
 
 // LoadState makes the state version, reading from store only when another
 // version is held (StatefulProcessor).
-func (p *EventTime[S]) LoadState(ctx context.Context, store StateStore, version int64) error {
+func (p *EventDriver[S]) LoadState(ctx context.Context, store StateStore, version int64) error {
 	p.store = store
 	return p.ensure(ctx, version)
 }
 
 // PlanMeta fixes batch b's watermark from the state before it (MetaPlanner).
-func (p *EventTime[S]) PlanMeta(ctx context.Context, b Batch) (json.RawMessage, error) {
+func (p *EventDriver[S]) PlanMeta(ctx context.Context, b Batch) (json.RawMessage, error) {
 	if err := p.ensure(ctx, b.ID-1); err != nil {
 		return nil, fmt.Errorf("plan batch %d: %w", b.ID, err)
 	}
@@ -97,7 +97,7 @@ func (p *EventTime[S]) PlanMeta(ctx context.Context, b Batch) (json.RawMessage, 
 }
 
 // Process folds batch b into the state after batch b-1 (Processor).
-func (p *EventTime[S]) Process(ctx context.Context, b Batch, in []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+func (p *EventDriver[S]) Process(ctx context.Context, b Batch, in []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
 	defer release(in)
 	meta, err := ParseEventTimeMeta(b.Meta)
 	if err != nil {
@@ -119,7 +119,7 @@ func (p *EventTime[S]) Process(ctx context.Context, b Batch, in []arrow.RecordBa
 
 // SaveState encodes the state after the last processed batch
 // (StatefulProcessor). The bytes are valid until the next SaveState.
-func (p *EventTime[S]) SaveState(context.Context) ([]byte, error) {
+func (p *EventDriver[S]) SaveState(context.Context) ([]byte, error) {
 	if !p.held {
 		return nil, errors.New("save state: nothing processed")
 	}
@@ -136,17 +136,17 @@ func (p *EventTime[S]) SaveState(context.Context) ([]byte, error) {
 
 // BatchStats returns the counters of the last processed batch
 // (StatsReporter).
-func (p *EventTime[S]) BatchStats() ProcessStats { return p.stats }
+func (p *EventDriver[S]) BatchStats() ProcessStats { return p.stats }
 
 // LastStats returns the last processed batch and its counters (batch -1:
 // none yet): a sink's summary properties are the batch's when they match.
-func (p *EventTime[S]) LastStats() (int64, ProcessStats) { return p.statsBatch, p.stats }
+func (p *EventDriver[S]) LastStats() (int64, ProcessStats) { return p.statsBatch, p.stats }
 
 // State returns the held state (false: none).
-func (p *EventTime[S]) State() (S, bool) { return p.st, p.held }
+func (p *EventDriver[S]) State() (S, bool) { return p.st, p.held }
 
 // StateDir says where the store keeps the versions ("" without one).
-func (p *EventTime[S]) StateDir() string {
+func (p *EventDriver[S]) StateDir() string {
 	if p.store == nil {
 		return ""
 	}
@@ -154,7 +154,7 @@ func (p *EventTime[S]) StateDir() string {
 }
 
 var (
-	_ StatefulProcessor = (*EventTime[EventState])(nil)
-	_ MetaPlanner       = (*EventTime[EventState])(nil)
-	_ StatsReporter     = (*EventTime[EventState])(nil)
+	_ StatefulProcessor = (*EventDriver[EventState])(nil)
+	_ MetaPlanner       = (*EventDriver[EventState])(nil)
+	_ StatsReporter     = (*EventDriver[EventState])(nil)
 )

@@ -83,7 +83,7 @@ func (m *memStates) StateDir() string { return "memory" }
 func TestEventTimeDriver(t *testing.T) {
 	ctx := context.Background()
 	f := &countFold{}
-	p := NewEventTime[*countState](f, time.Minute, "")
+	p := NewEventDriver[*countState](f, time.Minute, "")
 	store := &memStates{m: map[int64][]byte{}}
 	run := func(id int64) {
 		t.Helper()

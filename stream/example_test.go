@@ -8,8 +8,8 @@ import (
 
 // The bronze query's position, as stored in its offset log and in the
 // bronze table's marker: the next offset to read, per partition.
-func ExamplePartitionOffsets() {
-	end := stream.PartitionOffsets{0: 120, 1: 98, 2: 101}
+func ExampleNextOffsets() {
+	end := stream.NextOffsets{0: 120, 1: 98, 2: 101}
 	fmt.Println(end.Offset(), end.Sum())
 	back, _ := stream.ParsePartitionOffsets(end.Offset())
 	fmt.Println(back[1])

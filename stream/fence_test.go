@@ -48,7 +48,7 @@ func TestTwoWritersOneQuery(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Wait until the survivor has landed everything, then stop it.
-	want := PartitionOffsets(endOffsets(t, db)).Offset()
+	want := NextOffsets(endOffsets(t, db)).Offset()
 	for {
 		m, ok, err := lakeA.LastCommitted(ctx, table.Bronze, BronzeQuery)
 		if err != nil {

@@ -152,7 +152,7 @@ func (c *candidate) absent() []OffsetRun {
 // candidates are, per partition the missing files' bounds cover, the
 // offsets from their lowest bound to bronze's end offset (from 0 and for
 // every partition when a file has no bounds).
-func candidates(missing []table.FileInfo, end PartitionOffsets) []*candidate {
+func candidates(missing []table.FileInfo, end NextOffsets) []*candidate {
 	from := map[int]int64{}
 	for _, f := range missing {
 		plo, okp := f.Lower["broker_partition"]

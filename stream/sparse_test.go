@@ -81,7 +81,7 @@ func TestBrokerSourceSparseOffsets(t *testing.T) {
 					t.Errorf("record %v read %d times", p, n)
 				}
 			}
-			if got, want := start, PartitionOffsets(ends).Offset(); got != want {
+			if got, want := start, NextOffsets(ends).Offset(); got != want {
 				t.Errorf("drained at %s, want the log's end %s", got, want)
 			}
 			if lag, err := src.Lag(ctx, start); err != nil || lag != 0 {
@@ -117,7 +117,7 @@ func TestBronzeDrainSparseOffsets(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("marker: %v %v", ok, err)
 	}
-	if want := PartitionOffsets(endOffsets(t, log)).Offset(); Offset(m.Offsets) != want {
+	if want := NextOffsets(endOffsets(t, log)).Offset(); Offset(m.Offsets) != want {
 		t.Errorf("marker: got %s, want %s", m.Offsets, want)
 	}
 }

@@ -237,7 +237,7 @@ func markerEnds(ctx context.Context, lake *table.Lake) (ends, error) {
 // ends are end offsets by partition.
 type ends map[int]int64
 
-// parseEnds decodes bronze's offsets ({"0":10,"1":7}, stream.PartitionOffsets).
+// parseEnds decodes bronze's offsets ({"0":10,"1":7}, stream.NextOffsets).
 func parseEnds(s string) (ends, error) {
 	var m map[string]int64
 	if err := json.Unmarshal([]byte(s), &m); err != nil {

@@ -34,9 +34,6 @@ const progressDelay = 2 * time.Second
 const (
 	// DefaultWatermarkDelay is silver's (stream/silver DefaultWatermarkDelay).
 	DefaultWatermarkDelay = 10 * time.Minute
-	// DefaultMaxEventAhead is the event-time margin of the contract and
-	// silver (recentchange.DefaultMaxAhead).
-	DefaultMaxEventAhead = recentchange.DefaultMaxAhead
 )
 
 // Expect holds the expectations; a negative count is not checked.
@@ -60,7 +57,7 @@ type Expect struct {
 	// --watermark.
 	WatermarkDelay time.Duration
 	// MaxEventAhead is the event-time margin silver parses bronze with
-	// (DefaultMaxEventAhead). Give it run's --max-event-ahead.
+	// (recentchange.DefaultMaxAhead). Give it run's --max-event-ahead.
 	MaxEventAhead time.Duration
 }
 
@@ -222,7 +219,7 @@ func Run(ctx context.Context, log broker.Log, lake *table.Lake, exp Expect, show
 		exp.WatermarkDelay = DefaultWatermarkDelay
 	}
 	if exp.MaxEventAhead <= 0 {
-		exp.MaxEventAhead = DefaultMaxEventAhead
+		exp.MaxEventAhead = recentchange.DefaultMaxAhead
 	}
 	bar := show.Start(progress.Task{Label: "verify: read", Total: rowsToRead(ctx, lake), Unit: "rows", Delay: progressDelay})
 	defer bar.Finish()

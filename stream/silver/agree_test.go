@@ -42,10 +42,10 @@ func mustContract(t testing.TB) *ingest.Contract {
 func checkAgree(t *testing.T, c *ingest.Contract, raw []byte) bool {
 	t.Helper()
 	ev, cerr := c.CheckAt(raw, agreeIntake)
-	e, serr := parseEdit(raw, agreeIntake, DefaultMaxEventAhead)
+	e, serr := parseEdit(raw, agreeIntake, recentchange.DefaultMaxAhead)
 	if serr == nil {
 		// Whatever silver stores is within the time rule and valid text.
-		if e.EventTime%1_000_000 != 0 || recentchange.CheckTimes(e.EventTime/1_000_000, time.UnixMicro(e.IntakeTime), agreeIntake, DefaultMaxEventAhead) != nil {
+		if e.EventTime%1_000_000 != 0 || recentchange.CheckTimes(e.EventTime/1_000_000, time.UnixMicro(e.IntakeTime), agreeIntake, recentchange.DefaultMaxAhead) != nil {
 			t.Fatalf("silver parsed %q with event time %d, intake %d: outside the time rule", raw, e.EventTime, e.IntakeTime)
 		}
 		for _, s := range []string{e.ID, e.Wiki, e.Type, e.Title, e.User, e.ServerName} {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lakehouse/internal/recentchange"
 )
 
 // withMember returns the event JSON raw with the value of member key (a
@@ -47,7 +49,7 @@ func TestBadTimesInBronzeNeverMoveTheWatermark(t *testing.T) {
 	values := [][]byte{edit(1, base)}
 	for _, b := range bad {
 		values = append(values, b.raw)
-		_, err := parseEdit(b.raw, time.Now(), DefaultMaxEventAhead)
+		_, err := parseEdit(b.raw, time.Now(), recentchange.DefaultMaxAhead)
 		if err == nil || !strings.Contains(err.Error(), b.rule) {
 			t.Errorf("parse %s: got %v, want an error naming %q", b.raw, err, b.rule)
 		}

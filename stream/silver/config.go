@@ -17,9 +17,6 @@ const (
 	// the stream's RetainBatches (Run clamps it to half of that), or a purge
 	// could remove the snapshot a delta chain starts from.
 	DefaultMaxDeltaChain = 20
-	// DefaultMaxEventAhead is the margin of the event-time rule silver
-	// applies to every edit (recentchange.CheckTimes), the contract's default.
-	DefaultMaxEventAhead = recentchange.DefaultMaxAhead
 	// DefaultRecoverTimeout bounds rebuilding a lost dedup state from
 	// silver.edits.
 	DefaultRecoverTimeout = 10 * time.Minute
@@ -41,7 +38,7 @@ type Config struct {
 	// MaxEventAhead is the margin of the event-time rule (recentchange.CheckTimes,
 	// against bronze's broker_ts): an edit more than this ahead of its
 	// meta.dt or the broker's clock is counted unparseable and never moves
-	// the watermark (DefaultMaxEventAhead). Give it the ingest contract's
+	// the watermark (recentchange.DefaultMaxAhead). Give it the ingest contract's
 	// value (ingest.Config.MaxEventAhead): then no event the contract let
 	// through is refused here.
 	MaxEventAhead time.Duration
@@ -61,7 +58,7 @@ func (c Config) withDefaults() Config {
 		c.RecoverTimeout = DefaultRecoverTimeout
 	}
 	if c.MaxEventAhead <= 0 {
-		c.MaxEventAhead = DefaultMaxEventAhead
+		c.MaxEventAhead = recentchange.DefaultMaxAhead
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

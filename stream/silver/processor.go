@@ -35,7 +35,7 @@ var (
 // planning, state versions, counters) around the silver fold. It is used by
 // one query runner at a time.
 type Processor struct {
-	*stream.EventTime[*state]
+	*stream.EventDriver[*state]
 	f *fold
 }
 
@@ -54,7 +54,7 @@ type fold struct {
 // store the runner hands to LoadState.
 func NewProcessor(cfg Config) *Processor {
 	f := &fold{cfg: cfg.withDefaults(), alloc: memory.DefaultAllocator}
-	return &Processor{EventTime: stream.NewEventTime[*state](f, f.cfg.WatermarkDelay, hookStateEncoded), f: f}
+	return &Processor{EventDriver: stream.NewEventDriver[*state](f, f.cfg.WatermarkDelay, hookStateEncoded), f: f}
 }
 
 // Config returns the processor's configuration with defaults filled in.
