@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,16 +15,7 @@ import (
 
 func readSample(t testing.TB) replay.Recording {
 	t.Helper()
-	f, err := os.Open("testdata/recentchange-sample-50.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rec, err := replay.ReadRecording(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
+	return replay.Sample()
 }
 
 func TestSampleEventsPassContract(t *testing.T) {

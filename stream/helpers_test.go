@@ -1,15 +1,11 @@
 package stream
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -19,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"lakehouse/broker"
+	"lakehouse/internal/sample"
 )
 
 const testTopic = "recentchange"
@@ -45,23 +42,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // sampleEvents returns the 50 recorded Wikimedia events.
 func sampleEvents(t testing.TB) [][]byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "recentchange-sample-50.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
-			out = append(out, append([]byte(nil), line...))
-		}
-	}
-	if err := sc.Err(); err != nil || len(out) == 0 {
-		t.Fatalf("read sample events: %v (got %d)", err, len(out))
-	}
-	return out
+	return sample.Events()
 }
 
 func openBroker(t testing.TB, path string, partitions int) *broker.DB {

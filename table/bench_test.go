@@ -1,10 +1,8 @@
 package table_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"syscall"
 	"testing"
@@ -14,25 +12,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"lakehouse/internal/sample"
 	"lakehouse/table"
 )
 
 // sampleEvents returns the 50 recorded Wikimedia events (raw JSON lines).
 func sampleEvents(tb testing.TB) []string {
 	tb.Helper()
-	f, err := os.Open("testdata/recentchange-sample-50.jsonl")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
+	for _, e := range sample.Events() {
+		out = append(out, string(e))
 	}
 	return out
 }

@@ -2,12 +2,13 @@ package table
 
 import (
 	"bytes"
-	"os"
 	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/klauspost/compress/zstd"
+
+	"lakehouse/internal/sample"
 )
 
 // TestZstdWindowBounded: the zstd codec arrow-go's Parquet writer gets is
@@ -68,9 +69,6 @@ func TestZstdWindowBounded(t *testing.T) {
 // realEventsPage is n bytes of the recorded events file repeated: the
 // JSON lines bronze's raw column holds.
 func realEventsPage(t *testing.T, n int) []byte {
-	b, err := os.ReadFile("testdata/recentchange-sample-50.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := sample.JSONL()
 	return bytes.Repeat(b, n/len(b)+1)[:n]
 }

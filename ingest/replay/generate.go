@@ -3,21 +3,15 @@ package replay
 import (
 	"bufio"
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
 	"time"
-)
 
-// sampleJSONL is a copy of ../shared/wikimedia/recentchange-sample-50.jsonl:
-// 50 real events captured from the live stream on 2026-02-26 (the test copy
-// lives in testdata/; a test checks the two are identical).
-//
-//go:embed sample/recentchange-sample-50.jsonl
-var sampleJSONL []byte
+	"lakehouse/internal/sample"
+)
 
 // Recording is a list of recorded SSE data payloads, one event each, in
 // stream order. It is what a JSON-lines capture holds.
@@ -97,14 +91,8 @@ func (r Recording) Padded(size int) Recording {
 }
 
 // Sample returns the 50 real recorded events (19 edit, 1 new, 3 log,
-// 27 categorize) embedded in the binary.
-func Sample() Recording {
-	rec, err := ReadRecording(bytes.NewReader(sampleJSONL))
-	if err != nil {
-		panic(err) // embedded data: cannot fail
-	}
-	return rec
-}
+// 27 categorize) embedded in the binary (internal/sample).
+func Sample() Recording { return Recording{Events: sample.Events()} }
 
 // Generate makes a deterministic recording of n events in the shape of the
 // real stream, starting from the 50 real events: each generated event is a

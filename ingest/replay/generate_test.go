@@ -2,21 +2,25 @@ package replay
 
 import (
 	"bytes"
-	"os"
 	"testing"
+
+	"lakehouse/internal/sample"
 )
 
-// TestEmbeddedSampleMatchesTestdata: the sample the generator embeds is
-// the recording ingest's tests read.
-func TestEmbeddedSampleMatchesTestdata(t *testing.T) {
-	b, err := os.ReadFile("../testdata/recentchange-sample-50.jsonl")
+// TestSampleIsTheEmbeddedRecording: Sample is the 50 events of
+// internal/sample, read as a recording file would be.
+func TestSampleIsTheEmbeddedRecording(t *testing.T) {
+	rec, err := ReadRecording(bytes.NewReader(sample.JSONL()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(b, sampleJSONL) {
-		t.Fatal("sample/recentchange-sample-50.jsonl differs from ingest/testdata/recentchange-sample-50.jsonl")
+	got := Sample()
+	if got.Len() != 50 || rec.Len() != 50 {
+		t.Fatalf("Sample(): %d events, the file %d; want 50", got.Len(), rec.Len())
 	}
-	if got, want := Sample().Len(), 50; got != want {
-		t.Fatalf("Sample(): got %d events, want %d", got, want)
+	for i := range rec.Events {
+		if !bytes.Equal(got.Events[i], rec.Events[i]) {
+			t.Fatalf("event %d differs from the file's line", i)
+		}
 	}
 }

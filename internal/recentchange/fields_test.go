@@ -1,14 +1,12 @@
 package recentchange
 
 import (
-	"bufio"
-	"bytes"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"lakehouse/internal/sample"
 )
 
 // TestFieldListsAreSilversStruct: the lists the contract checks keys and
@@ -67,24 +65,8 @@ func TestFieldListsAreSilversStruct(t *testing.T) {
 	}
 }
 
-// sampleEvents are the recorded events silver's tests use too.
+// sampleEvents are the recorded events (internal/sample).
 func sampleEvents(t testing.TB) [][]byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "stream", "silver", "testdata", "recentchange-sample-50.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
-			out = append(out, append([]byte(nil), line...))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return sample.Events()
 }

@@ -1,19 +1,18 @@
 package silver_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"lakehouse/internal/sample"
 	"lakehouse/stream"
 	"lakehouse/stream/silver"
 	"lakehouse/table"
@@ -61,23 +60,17 @@ func ExampleNewQuery() {
 // sampleBronze builds a bronze record of the 50 recorded events at offsets
 // from..from+49.
 func sampleBronze(from int64) arrow.RecordBatch {
-	f, err := os.Open(filepath.Join("testdata", "recentchange-sample-50.jsonl"))
-	if err != nil {
-		panic(err)
-	}
-	defer f.Close()
 	rb := array.NewRecordBuilder(memory.DefaultAllocator, table.BronzeSchema)
 	defer rb.Release()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	// When the broker received them: after the recording's meta.dt.
 	received := arrow.Timestamp(time.Date(2026, 2, 26, 16, 0, 0, 0, time.UTC).UnixMicro())
-	for off := from; sc.Scan(); off++ {
+	for i, e := range sample.Events() {
+		off := from + int64(i)
 		rb.Field(0).(*array.Int32Builder).Append(0)
 		rb.Field(1).(*array.Int64Builder).Append(off)
 		rb.Field(2).(*array.TimestampBuilder).Append(received)
 		rb.Field(3).(*array.StringBuilder).AppendNull()
-		rb.Field(4).(*array.StringBuilder).Append(sc.Text())
+		rb.Field(4).(*array.StringBuilder).Append(string(e))
 		rb.Field(5).(*array.TimestampBuilder).Append(received)
 	}
 	return rb.NewRecordBatch()

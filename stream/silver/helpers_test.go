@@ -1,13 +1,10 @@
 package silver
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"lakehouse/internal/sample"
 	"lakehouse/stream"
 	"lakehouse/stream/silver/silvertest"
 	"lakehouse/table"
@@ -146,23 +144,7 @@ func (h *harness) batch(values ...[]byte) batchResult {
 
 func sampleEvents(t testing.TB) [][]byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "recentchange-sample-50.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
-			out = append(out, append([]byte(nil), line...))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return sample.Events()
 }
 
 func mustMeta(t testing.TB, raw json.RawMessage) Meta {
