@@ -242,33 +242,33 @@ func (d *DB) loadTail(tx *bolt.Tx) error {
 		if err != nil {
 			return fmt.Errorf("tail frame %d: %w", binary.BigEndian.Uint64(k), err)
 		}
+		// Each partition's records continue its tail, or start at its
+		// state's end: checked before add takes them.
+		next := map[tailKey]int64{}
 		for _, r := range recs {
-			part := t.parts[r.key]
-			if part == nil {
-				tb := tx.Bucket(topicBucketName(r.key.topic))
-				if tb == nil {
-					return fmt.Errorf("tail frame %d: record of unknown topic %q: %w", binary.BigEndian.Uint64(k), r.key.topic, ErrCorruptBatch)
+			want, ok := next[r.key]
+			if !ok {
+				if part := t.parts[r.key]; part != nil {
+					want = part.end()
+				} else {
+					tb := tx.Bucket(topicBucketName(r.key.topic))
+					if tb == nil {
+						return fmt.Errorf("tail frame %d: record of unknown topic %q: %w", binary.BigEndian.Uint64(k), r.key.topic, ErrCorruptBatch)
+					}
+					st, err := decodeState(tb.Get(partKey('s', r.key.p)))
+					if err != nil {
+						return fmt.Errorf("tail frame %d: %s/%d state: %w", binary.BigEndian.Uint64(k), r.key.topic, r.key.p, err)
+					}
+					want = st.end
 				}
-				st, err := decodeState(tb.Get(partKey('s', r.key.p)))
-				if err != nil {
-					return fmt.Errorf("tail frame %d: %s/%d state: %w", binary.BigEndian.Uint64(k), r.key.topic, r.key.p, err)
-				}
-				part = &tailPart{from: st.end}
-				t.parts[r.key] = part
 			}
-			if r.off != part.end() {
+			if r.off != want {
 				return fmt.Errorf("tail frame %d: record %s/%d@%d, want offset %d: %w",
-					binary.BigEndian.Uint64(k), r.key.topic, r.key.p, r.off, part.end(), ErrCorruptBatch)
+					binary.BigEndian.Uint64(k), r.key.topic, r.key.p, r.off, want, ErrCorruptBatch)
 			}
-			part.encs = append(part.encs, r.enc)
-			part.kvs = append(part.kvs, r.kv)
-			part.enc += int64(len(r.enc))
-			t.bytes += int64(len(r.enc))
+			next[r.key] = want + 1
 		}
-		for _, m := range metas {
-			t.meta[m.Key] = m.Value
-		}
-		t.frames++
+		t.add(recs, metas)
 		t.next = binary.BigEndian.Uint64(k) + 1
 		return nil
 	})
@@ -280,7 +280,7 @@ func (d *DB) loadTail(tx *bolt.Tx) error {
 }
 
 // add appends a committed frame's records and metadata (the committer,
-// under tailMu).
+// under tailMu, and loadTail once it checked the frame).
 func (t *openTail) add(recs []tailRecord, metas []Meta) {
 	for _, r := range recs {
 		part := t.parts[r.key]
