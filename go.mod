@@ -111,5 +111,3 @@ require (
 )
 
 replace github.com/twmb/avro v1.8.0 => ./internal/thirdparty/avro
-
-replace go.etcd.io/bbolt v1.5.0 => ./internal/thirdparty/bbolt
