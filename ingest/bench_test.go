@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"lakehouse/ingest/replay"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"syscall"
@@ -33,14 +34,14 @@ func benchIngest(b *testing.B, workers int) {
 	var elapsed, cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		r := replay.New(replay.Config{Seed: 1, Logger: quietLogger()})
+		r := replay.New(replay.Config{Seed: 1, Logger: slog.New(slog.DiscardHandler)})
 		r.Loops(rec, loops)
 		url, err := r.Start("127.0.0.1:0")
 		if err != nil {
 			b.Fatal(err)
 		}
 		db := openBroker(b, filepath.Join(b.TempDir(), "broker.db"))
-		in, err := New(db, Config{URL: url, Workers: workers, Logger: quietLogger()})
+		in, err := New(db, Config{URL: url, Workers: workers, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -99,7 +100,7 @@ func BenchmarkContractCheck(b *testing.B) {
 // validation, no broker), the ceiling of BenchmarkIngest.
 func BenchmarkReplayRead(b *testing.B) {
 	rec := replay.Generate(3, 10_000)
-	r := replay.New(replay.Config{Seed: 3, Logger: quietLogger()})
+	r := replay.New(replay.Config{Seed: 3, Logger: slog.New(slog.DiscardHandler)})
 	url, err := r.Start("127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -11,8 +10,6 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest/replay"
 )
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func openBroker(t testing.TB, path string) *broker.DB {
 	t.Helper()
@@ -80,7 +77,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 func runIngest(t testing.TB, log broker.Log, cfg Config) (*Ingester, func() error) {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	in, err := New(log, cfg)
 	if err != nil {
@@ -111,7 +108,7 @@ func runIngest(t testing.TB, log broker.Log, cfg Config) (*Ingester, func() erro
 func startReplay(t *testing.T, cfg replay.Config) (*replay.Server, string) {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := replay.New(cfg)
 	url, err := r.Start("127.0.0.1:0")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -189,7 +190,7 @@ func cutting(r *replay.Server, seed uint64) (http.Handler, func() []string) {
 }
 
 func TestReconnectResumesWithLastEventID(t *testing.T) {
-	r := replay.New(replay.Config{Seed: 5, Rate: 20000, IDGroup: 2, Rewind: 1, Logger: quietLogger()})
+	r := replay.New(replay.Config{Seed: 5, Rate: 20000, IDGroup: 2, Rewind: 1, Logger: slog.New(slog.DiscardHandler)})
 	r.Loops(replay.Generate(5, 6000), 1)
 	r.Violations(10)
 	h, headers := cutting(r, 5)
@@ -309,7 +310,7 @@ func (failingLog) Append(context.Context, broker.Batch) ([]broker.Position, erro
 func TestBrokerFailureStopsRun(t *testing.T) {
 	r, url := startReplay(t, replay.Config{Seed: 9})
 	r.Loops(replay.Generate(9, 50), 1)
-	in, err := New(failingLog{tempBroker(t)}, Config{URL: url, Logger: quietLogger(), BatchMax: 10})
+	in, err := New(failingLog{tempBroker(t)}, Config{URL: url, Logger: slog.New(slog.DiscardHandler), BatchMax: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestBrokerFailureStopsRun(t *testing.T) {
 }
 
 func TestSinceOnFirstStartOnly(t *testing.T) {
-	r := replay.New(replay.Config{Seed: 10, Logger: quietLogger()})
+	r := replay.New(replay.Config{Seed: 10, Logger: slog.New(slog.DiscardHandler)})
 	r.Loops(replay.Generate(10, 100), 1)
 	time.Sleep(5 * time.Millisecond)
 	since := time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func BenchmarkRefresh(b *testing.B) {
 
 // benchRefresh times Refresh over lake, which holds silverRows edits.
 func benchRefresh(b *testing.B, lake *table.Lake, silverRows int) {
-	m := New(lake, fakeLog{}, Config{Logger: quietLogger()})
+	m := New(lake, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
@@ -112,7 +113,7 @@ func BenchmarkRefreshAfterAppend(b *testing.B) {
 				add(k, per, func(k int) time.Time { return start.Add(time.Duration(k) * spacing) })
 			}
 			ctx := context.Background()
-			m := New(lake, fakeLog{}, Config{Logger: quietLogger()})
+			m := New(lake, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler)})
 			if _, err := m.Refresh(ctx); err != nil {
 				b.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package marts
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func TestBronzeOffsetsCheckIncremental(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lake := openTestLake(t, t.TempDir())
 			log := fakeLog{offsets: []broker.PartitionOffsets{{Partition: 0, Start: 0, End: 100}}}
-			m := New(lake, log, Config{Logger: quietLogger()})
+			m := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)})
 			check := func() Check { t.Helper(); return offsetsCheck(t, m) }
 			commit(t, lake, table.Bronze, "bronze", 0, table.BronzeSchema, rows(span(0, 100)...))
 			if c := check(); !c.Passed || !strings.Contains(c.Message, "every row counted") {
@@ -75,7 +76,7 @@ func TestAttachBronzePrunesOldFiles(t *testing.T) {
 	ctx := context.Background()
 	lake := openTestLake(t, t.TempDir())
 	log := fakeLog{offsets: []broker.PartitionOffsets{{Partition: 0, Start: 0, End: 100}}}
-	m := New(lake, log, Config{Logger: quietLogger()})
+	m := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)})
 	var rs []row
 	for o := int64(0); o < 100; o++ {
 		rs = append(rs, bronzeRow(0, o, "edit", t0.Add(time.Duration(o)*time.Second)))

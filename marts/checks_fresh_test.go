@@ -2,6 +2,7 @@ package marts
 
 import (
 	"context"
+	"log/slog"
 
 	"errors"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -48,7 +49,7 @@ func TestFreshnessCheckParsesTheNewestRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := &fakeLog{offsets: []broker.PartitionOffsets{{Partition: 0, Start: 0, End: perPartition}, {Partition: 1, Start: 0, End: perPartition}}}
-		m := newMarts(lake, log, Config{Logger: quietLogger(), freshRows: tc.rows})
+		m := newMarts(lake, log, Config{Logger: slog.New(slog.DiscardHandler), freshRows: tc.rows})
 		if _, fromMarker := m.readBronzeFloor(ctx); fromMarker != (tc.marker != "0") {
 			t.Fatalf("inconclusive: marker %s read as usable %v", tc.marker, fromMarker)
 		}

@@ -2,6 +2,7 @@ package marts
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func TestBronzeOffsetsCheckSparse(t *testing.T) {
 	}
 	rows := offsetRows
 	lake := openTestLake(t, t.TempDir())
-	m := New(lake, log, Config{Logger: quietLogger()})
+	m := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)})
 	check := func() Check { t.Helper(); return offsetsCheck(t, m) }
 	commit(t, lake, table.Bronze, "bronze", 0, table.BronzeSchema, rows(publish(100)))
 	if c := check(); !c.Passed || !strings.Contains(c.Message, "every row counted") || c.Numbers["broker_messages"] != 100 || c.Numbers["lag"] != 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestChecksFailWhenBroken(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			lake, log := fixtureLake(t)
-			m := New(lake, &log, Config{Logger: quietLogger(), TopN: 4})
+			m := New(lake, &log, Config{Logger: slog.New(slog.DiscardHandler), TopN: 4})
 			rep, err := m.Refresh(ctx)
 			if err != nil || !rep.Passed() {
 				t.Fatalf("baseline refresh: %v %v", err, rep.Checks)
@@ -164,7 +165,7 @@ func overwriteGold(t *testing.T, lake *table.Lake, ident, stmt string) {
 // TestCheckWithoutBroker: the offsets check cannot pass without a broker.
 func TestCheckWithoutBroker(t *testing.T) {
 	lake, _ := fixtureLake(t)
-	m := New(lake, nil, Config{Logger: quietLogger()})
+	m := New(lake, nil, Config{Logger: slog.New(slog.DiscardHandler)})
 	checks, err := m.Check(context.Background())
 	if !errors.Is(err, ErrChecksFailed) {
 		t.Fatalf("got %v, want ErrChecksFailed", err)

@@ -3,6 +3,7 @@ package marts
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 func TestSilverUniqueCheckIncremental(t *testing.T) {
 	ctx := context.Background()
 	lake, log := fixtureLake(t)
-	m := New(lake, &log, Config{Logger: quietLogger(), TopN: 4})
+	m := New(lake, &log, Config{Logger: slog.New(slog.DiscardHandler), TopN: 4})
 	batch := int64(1)
 	appendEdits := func(ids ...string) {
 		t.Helper()
@@ -77,7 +78,7 @@ func TestSilverUniqueCheckIncremental(t *testing.T) {
 	}
 	// A clean lake again, then a duplicate within the new rows only.
 	lake2, log2 := fixtureLake(t)
-	m = New(lake2, &log2, Config{Logger: quietLogger(), TopN: 4})
+	m = New(lake2, &log2, Config{Logger: slog.New(slog.DiscardHandler), TopN: 4})
 	lake = lake2
 	unique("first", false)
 	appendEdits("w-1", "w-2", "w-1")

@@ -3,6 +3,7 @@ package marts
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 
 	"lakehouse/table"
@@ -16,7 +17,7 @@ import (
 func TestChunkedRefreshEqualsWhole(t *testing.T) {
 	ctx := context.Background()
 	lake, log := fixtureLake(t)
-	whole := New(lake, &log, Config{Logger: quietLogger(), TopN: 4, ChunkRows: 1 << 40})
+	whole := New(lake, &log, Config{Logger: slog.New(slog.DiscardHandler), TopN: 4, ChunkRows: 1 << 40})
 	if rep, err := whole.Refresh(ctx); err != nil || !rep.Passed() {
 		t.Fatalf("whole refresh: %v %v", err, rep.Checks)
 	}
@@ -25,7 +26,7 @@ func TestChunkedRefreshEqualsWhole(t *testing.T) {
 		want[mt.ident] = dumpTable(t, lake, mt.ident)
 	}
 
-	chunked := New(lake, &log, Config{Logger: quietLogger(), TopN: 4, ChunkRows: 3})
+	chunked := New(lake, &log, Config{Logger: slog.New(slog.DiscardHandler), TopN: 4, ChunkRows: 3})
 	// The fixture's edits fall in three hours of 9, 6 and 5 edits: the
 	// chunked build must take them one hour at a time (the whole one takes
 	// the two adjacent hours together).

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -32,7 +33,7 @@ const crashPerBatch = 6
 // beside it. It prints "committed N" after each commit returns and
 // "compacted" after each compaction job.
 func streamWithMaintenance(ctx context.Context, lake *table.Lake, batches int64, out *os.File) error {
-	m := New(lake, nil, Config{Logger: quietLogger(), KeepSnapshots: 2, MaxSnapshots: 3,
+	m := New(lake, nil, Config{Logger: slog.New(slog.DiscardHandler), KeepSnapshots: 2, MaxSnapshots: 3,
 		Compact: table.CompactPolicy{TargetBytes: 128 << 20, FanIn: 2},
 		Protect: func(context.Context, string) (int64, error) { return 0, nil }})
 	start := int64(0)

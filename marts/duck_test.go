@@ -2,6 +2,7 @@ package marts
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ func TestScheduledJobsBoundDuckDB(t *testing.T) {
 	ctx := context.Background()
 	lake, log := fixtureLake(t)
 	tmp := filepath.Join(t.TempDir(), "duck")
-	m := New(lake, &log, Config{Logger: quietLogger(), DuckMemoryLimit: "123MB", DuckTempDir: tmp, DuckThreads: 3})
+	m := New(lake, &log, Config{Logger: slog.New(slog.DiscardHandler), DuckMemoryLimit: "123MB", DuckTempDir: tmp, DuckThreads: 3})
 	d, err := m.openDuck(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestScheduledJobsBoundDuckDB(t *testing.T) {
 	if threads != 3 {
 		t.Errorf("threads: got %d, want 3", threads)
 	}
-	m2 := New(lake, &log, Config{Logger: quietLogger()})
+	m2 := New(lake, &log, Config{Logger: slog.New(slog.DiscardHandler)})
 	if m2.cfg.DuckMemoryLimit != DefaultDuckMemoryLimit || m2.cfg.DuckTempDir == "" || m2.cfg.DuckThreads != DefaultDuckThreads {
 		t.Errorf("defaults: memory limit %q, temp dir %q, threads %d", m2.cfg.DuckMemoryLimit, m2.cfg.DuckTempDir, m2.cfg.DuckThreads)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"lakehouse/table"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -55,7 +56,7 @@ func TestGoldenMarts(t *testing.T) {
 }
 
 func goldenMarts(t *testing.T, lake *table.Lake, log fakeLog) {
-	m := New(lake, log, Config{Logger: quietLogger(), TopN: 4})
+	m := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler), TopN: 4})
 	ctx := context.Background()
 	rep, err := m.Refresh(ctx)
 	if err != nil {
@@ -125,7 +126,7 @@ func TestHourlyMartMatchesGo(t *testing.T) {
 	sort.Strings(wantLines)
 
 	lake, log := fixtureLake(t)
-	m := New(lake, log, Config{Logger: quietLogger()})
+	m := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	if _, err := m.Refresh(ctx); err != nil {
 		t.Fatalf("refresh: %v", err)
@@ -145,7 +146,7 @@ func TestHourlyMartMatchesGo(t *testing.T) {
 // checks pass; the empty gold tables still have their columns.
 func TestRefreshEmptyLake(t *testing.T) {
 	lake := openTestLake(t, t.TempDir())
-	m := New(lake, fakeLog{}, Config{Logger: quietLogger()})
+	m := New(lake, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	rep, err := m.Refresh(ctx)
 	if err != nil {
@@ -180,7 +181,7 @@ func TestRefreshEmptyLake(t *testing.T) {
 // TestSummary checks the demo summary on the fixture.
 func TestSummary(t *testing.T) {
 	lake, log := fixtureLake(t)
-	m := New(lake, log, Config{Logger: quietLogger()})
+	m := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	var before bytes.Buffer
 	if err := m.Summary(ctx, &before); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -204,8 +202,6 @@ func fixtureLakeWith(t testing.TB, cfg table.Config) (*table.Lake, fakeLog) {
 	commit(t, lake, table.Bronze, "bronze", 0, table.BronzeSchema, bronze)
 	return lake, fakeLog{offsets: []broker.PartitionOffsets{{Partition: 0, Start: 0, End: int64(len(bronze))}}}
 }
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // s3Config is a lake configuration with its warehouse on an in-memory S3
 // (gofakes3 on 127.0.0.1) and its data directory in dir.

@@ -3,6 +3,7 @@ package marts
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ import (
 func TestIncrementalRefreshEqualsFull(t *testing.T) {
 	ctx := context.Background()
 	inc, ref := openTestLake(t, t.TempDir()), openTestLake(t, t.TempDir())
-	m := New(inc, fakeLog{}, Config{Logger: quietLogger()})
+	m := New(inc, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler)})
 	var silverBatch, sessBatch int64
 	day := func(d int, h int) time.Time {
 		return t0.Truncate(24*time.Hour).AddDate(0, 0, d).Add(time.Duration(h) * time.Hour)
@@ -71,7 +72,7 @@ func TestIncrementalRefreshEqualsFull(t *testing.T) {
 		if !strings.HasPrefix(rep.Scope, wantScope) {
 			t.Fatalf("%s: refresh scope %q, want %q", name, rep.Scope, wantScope)
 		}
-		full, err := New(ref, fakeLog{}, Config{Logger: quietLogger()}).Rebuild(ctx)
+		full, err := New(ref, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler)}).Rebuild(ctx)
 		if err != nil {
 			t.Fatalf("%s: full refresh: %v", name, err)
 		}
@@ -115,7 +116,7 @@ func TestIncrementalRefreshEqualsFull(t *testing.T) {
 		t.Fatalf("top_editors_daily still has %d rows of the day retention deleted", n)
 	}
 	// A restart: a new Marts knows what the lake recorded, not nothing.
-	m = New(inc, fakeLog{}, Config{Logger: quietLogger()})
+	m = New(inc, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler)})
 	edits(day(2, 1), 10)
 	step("a new process", "1 edit days (1 hours), 0 session days")
 	step("a new process, nothing new", "0 edit days (0 hours), 0 session days")

@@ -3,6 +3,7 @@ package marts
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -48,7 +49,7 @@ func BenchmarkRefreshLateInTheDay(b *testing.B) {
 		}
 		commit(b, lake, table.EditorSessions, "sessions", int64(batch), table.EditorSessionsSchema, rs)
 	}
-	m := New(lake, fakeLog{}, Config{Logger: quietLogger(), DuckTempDir: b.TempDir()})
+	m := New(lake, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler), DuckTempDir: b.TempDir()})
 	refresh := func(what string) (peakMiB float64) {
 		before := procmem.Self("VmRSS")
 		procmem.ResetPeak()

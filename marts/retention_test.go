@@ -2,6 +2,7 @@ package marts
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 func TestOpsRetention(t *testing.T) {
 	ctx := context.Background()
 	lake, log := fixtureLake(t)
-	cfg := Config{OpsRetention: 24 * time.Hour, Logger: quietLogger(), DuckTempDir: t.TempDir()}
+	cfg := Config{OpsRetention: 24 * time.Hour, Logger: slog.New(slog.DiscardHandler), DuckTempDir: t.TempDir()}
 	m := New(lake, log, cfg)
 	now := time.Now().UTC()
 	for i, at := range []time.Time{now.Add(-72 * time.Hour), now.Add(-30 * time.Hour), now.Add(-time.Hour), now} {

@@ -3,6 +3,7 @@ package marts
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,7 @@ func TestRefreshSpillsUnderMemoryLimit(t *testing.T) {
 	}
 	// A spill directory whose parent does not exist yet, as <data>/tmp/duckdb
 	// on a new data directory: DuckDB creates only the last element.
-	m := New(lake, fakeLog{}, Config{Logger: quietLogger(), DuckMemoryLimit: "24MB", DuckTempDir: filepath.Join(t.TempDir(), "tmp", "duckdb")})
+	m := New(lake, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler), DuckMemoryLimit: "24MB", DuckTempDir: filepath.Join(t.TempDir(), "tmp", "duckdb")})
 	rep, err := m.Refresh(context.Background())
 	if err != nil {
 		t.Fatalf("refresh under a 24MB memory_limit: %v", err)
@@ -66,7 +67,7 @@ func TestRefreshSaysWhenTheSpillDirectoryCannotBeMade(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(file, "duckdb")
-	m := New(lake, &log, Config{Logger: quietLogger(), DuckTempDir: dir})
+	m := New(lake, &log, Config{Logger: slog.New(slog.DiscardHandler), DuckTempDir: dir})
 	rep, err := m.Refresh(context.Background())
 	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("refresh with %s under a file: %v; want an error naming the directory and the cause", dir, err)

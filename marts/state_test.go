@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -83,13 +84,13 @@ func TestRestartRefreshesWhatChanged(t *testing.T) {
 	for d := range 5 {
 		add(d, 40)
 	}
-	first := refresh("first process", New(lake, log, Config{Logger: quietLogger()}))
+	first := refresh("first process", New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)}))
 	if first.Scope != "full (no record of what it was built from)" {
 		t.Fatalf("first refresh: scope %q", first.Scope)
 	}
 
 	add(4, 10) // the newest day grows while the appliance is down
-	rep := refresh("restart", New(lake, log, Config{Logger: quietLogger()}))
+	rep := refresh("restart", New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)}))
 	if rep.Scope != "1 edit days (1 hours), 0 session days" {
 		t.Errorf("first refresh after a restart: scope %q, want the one day that changed", rep.Scope)
 	}
@@ -105,7 +106,7 @@ func TestRestartRefreshesWhatChanged(t *testing.T) {
 	// again, and says so, rather than trust it.
 	setProps(t, lake, OpsAssetChecks, map[string]string{propChecked: "{not json"})
 	add(2, 3)
-	rep = refresh("restart over a damaged record", New(lake, log, Config{Logger: quietLogger()}))
+	rep = refresh("restart over a damaged record", New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)}))
 	if c := check(rep, CheckBronzeOffsets); !strings.Contains(c.Message, "every row counted") {
 		t.Errorf("offsets check after a damaged record: %s; want every row counted", c.Message)
 	}
@@ -119,7 +120,7 @@ func TestRestartRefreshesWhatChanged(t *testing.T) {
 
 	// A gold mart's record damaged: that mart alone is rebuilt whole.
 	setProps(t, lake, WikiActivityHourly, map[string]string{propBuiltFrom: `{"v":1`})
-	rep = refresh("restart over a damaged gold record", New(lake, log, Config{Logger: quietLogger()}))
+	rep = refresh("restart over a damaged gold record", New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)}))
 	if !strings.HasPrefix(rep.Scope, "0 edit days (all hours (its record of what it was built from is unreadable") {
 		t.Errorf("scope after a damaged hourly record: %q", rep.Scope)
 	}
@@ -137,7 +138,7 @@ func TestMovedLakeKeepsWhatItKnew(t *testing.T) {
 	for d := range 4 {
 		h.add(d, 30)
 	}
-	h.refresh("before the move", New(h.lake, h.log, Config{Logger: quietLogger()}))
+	h.refresh("before the move", New(h.lake, h.log, Config{Logger: slog.New(slog.DiscardHandler)}))
 	if err := h.lake.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestMovedLakeKeepsWhatItKnew(t *testing.T) {
 	}
 	h.lake = openTestLake(t, after)
 	h.add(3, 7)
-	rep := h.refresh("after the move", New(h.lake, h.log, Config{Logger: quietLogger()}))
+	rep := h.refresh("after the move", New(h.lake, h.log, Config{Logger: slog.New(slog.DiscardHandler)}))
 	if rep.Scope != "1 edit days (1 hours), 0 session days" {
 		t.Errorf("first refresh after the move: scope %q, want the one day that changed", rep.Scope)
 	}
@@ -215,7 +216,7 @@ func assertEqualsRebuild(t *testing.T, lake *table.Lake, log *fakeLog) {
 	for _, id := range GoldTables {
 		before[id] = dumpTable(t, lake, id)
 	}
-	rep, err := New(lake, log, Config{Logger: quietLogger()}).Rebuild(context.Background())
+	rep, err := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)}).Rebuild(context.Background())
 	if err != nil || !rep.Passed() {
 		t.Fatalf("rebuild: %v %v", err, rep.Checks)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,7 +41,7 @@ func TestSchedulerWhileStreaming(t *testing.T) {
 	var mu sync.Mutex
 	var runs []Run
 	m := New(lake, fakeLog{}, Config{
-		Logger:       quietLogger(),
+		Logger:       slog.New(slog.DiscardHandler),
 		RefreshEvery: 300 * time.Millisecond, MaintainEvery: 200 * time.Millisecond, CompactEvery: 200 * time.Millisecond,
 		RetryEvery: 50 * time.Millisecond, KeepSnapshots: 2, MaxSnapshots: 3,
 		Compact: table.CompactPolicy{TargetBytes: 128 << 20, FanIn: 2},
@@ -141,7 +142,7 @@ func TestSchedulerWhileStreaming(t *testing.T) {
 // assertSilver checks silver holds exactly want rows, each event id once.
 func assertSilver(t *testing.T, lake *table.Lake, want int) {
 	t.Helper()
-	m := New(lake, fakeLog{}, Config{Logger: quietLogger()})
+	m := New(lake, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler)})
 	d, err := openDuck(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func TestFailedMaintenanceRetriedBeforeItsInterval(t *testing.T) {
 	var mu sync.Mutex
 	var runs []Run
 	m := New(lake, fakeLog{}, Config{
-		Logger:       quietLogger(),
+		Logger:       slog.New(slog.DiscardHandler),
 		RefreshEvery: -1, CompactEvery: -1, MaintainEvery: time.Hour, RetryEvery: 20 * time.Millisecond,
 		KeepSnapshots: 2, MaxSnapshots: 3,
 		Protect: func(ctx context.Context, ident string) (int64, error) {

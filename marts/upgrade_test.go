@@ -3,6 +3,7 @@ package marts
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"testing"
@@ -85,7 +86,7 @@ func TestQueryUpgradedBronze(t *testing.T) {
 	// New rows land beside the old ones and the offsets check sees both.
 	commit(t, lake, table.Bronze, "bronze", 1, table.BronzeSchema, []row{bronzeRow(0, 20, "edit", t0)})
 	log := fakeLog{offsets: []broker.PartitionOffsets{{Partition: 0, Start: 0, End: 21}}}
-	checks, _ := New(lake, log, Config{Logger: quietLogger()}).Check(ctx)
+	checks, _ := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler)}).Check(ctx)
 	found := false
 	for _, c := range checks {
 		if c.Name != CheckBronzeOffsets {

@@ -78,7 +78,7 @@ func BenchmarkEngineDrain(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		sink := &discardSink{}
-		q, err := New(Config{Name: "bronze", CheckpointDir: filepath.Join(b.TempDir(), fmt.Sprint(i)), Logger: quietLogger()},
+		q, err := New(Config{Name: "bronze", CheckpointDir: filepath.Join(b.TempDir(), fmt.Sprint(i)), Logger: slog.New(slog.DiscardHandler)},
 			NewBrokerSource(db, testTopic, testSchema), nil, sink, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -119,7 +119,7 @@ func BenchmarkBronzeDrain(b *testing.B) {
 		dir := b.TempDir()
 		lake := openLake(b, dir)
 		b.StartTimer()
-		logger := quietLogger()
+		logger := slog.New(slog.DiscardHandler)
 		if testing.Verbose() {
 			logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 		}

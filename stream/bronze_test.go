@@ -98,7 +98,7 @@ func TestBronzeDrain(t *testing.T) {
 	fill(t, db, 3000, 1000)
 	lake := openLake(t, dir)
 	defer lake.Close()
-	q, err := NewBronze(db, lake, Config{DataDir: dir, MaxOffsetsPerTrigger: 700, Logger: quietLogger(), ProgressEvery: 2})
+	q, err := NewBronze(db, lake, Config{DataDir: dir, MaxOffsetsPerTrigger: 700, Logger: slog.New(slog.DiscardHandler), ProgressEvery: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestBronzeCheckpointLoss(t *testing.T) {
 			lake := openLake(t, dir)
 			defer lake.Close()
 			cfg := Config{DataDir: dir, MaxOffsetsPerTrigger: 250, Trigger: 10 * time.Millisecond,
-				OnCheckpointLoss: tc.mode, Logger: quietLogger()}
+				OnCheckpointLoss: tc.mode, Logger: slog.New(slog.DiscardHandler)}
 			q1, err := NewBronze(db, lake, cfg)
 			if err != nil {
 				t.Fatal(err)

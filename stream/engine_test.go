@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -312,7 +313,7 @@ func newTestQuery(t *testing.T, cfg Config, db *broker.DB, sink Sink, proc Proce
 		cfg.Name = "bronze"
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	q, err := New(cfg, NewBrokerSource(db, testTopic, testSchema), proc, sink, prog)
 	if err != nil {

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -27,7 +28,7 @@ func TestTwoWritersOneQuery(t *testing.T) {
 	defer lakeB.Close()
 	newQuery := func(lake *table.Lake, name string, max int64) *Query {
 		q, err := NewBronze(db, lake, Config{DataDir: dir, CheckpointDir: filepath.Join(dir, "checkpoints-"+name),
-			MaxOffsetsPerTrigger: max, Trigger: 20 * time.Millisecond, Logger: quietLogger()})
+			MaxOffsetsPerTrigger: max, Trigger: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

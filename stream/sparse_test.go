@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -135,7 +136,7 @@ func drainSparse(ctx context.Context, t *testing.T) (*broker.DB, broker.Log, *ta
 	log := brokertest.Sparse(db)
 	lake := openLake(t, dir)
 	t.Cleanup(func() { lake.Close() })
-	q, err := NewBronze(log, lake, Config{DataDir: dir, MaxOffsetsPerTrigger: 700, Logger: quietLogger()})
+	q, err := NewBronze(log, lake, Config{DataDir: dir, MaxOffsetsPerTrigger: 700, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -49,7 +50,7 @@ func runPaced(t *testing.T, trigger time.Duration, spurious bool) (*Query, *pace
 		emptied: make(chan struct{}, 1)}
 	sink := newMemSink()
 	q, err := New(Config{Name: "bronze", CheckpointDir: filepath.Join(dir, "cp"), Trigger: trigger,
-		Logger: quietLogger()}, src, nil, sink, &memProgress{})
+		Logger: slog.New(slog.DiscardHandler)}, src, nil, sink, &memProgress{})
 	if err != nil {
 		t.Fatal(err)
 	}

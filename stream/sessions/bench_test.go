@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func BenchmarkLongSession(b *testing.B) {
 	for _, shape := range []string{"extend", "bridge", "capped"} {
 		for _, n := range []int{2500, 10000} {
 			b.Run(fmt.Sprintf("%s/edits=%d", shape, n), func(b *testing.B) {
-				cfg := Config{Logger: quietLogger(), MaxSessionLength: -1}
+				cfg := Config{Logger: slog.New(slog.DiscardHandler), MaxSessionLength: -1}
 				if shape == "capped" {
 					cfg.MaxSessionLength = 0
 				}

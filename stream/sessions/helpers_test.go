@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -17,8 +16,6 @@ import (
 	"lakehouse/stream"
 	"lakehouse/table"
 )
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // silverRecord builds silver.edits rows for edits (other columns filled
 // with plausible constants).
@@ -74,7 +71,7 @@ func newHarness(t testing.TB, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &harness{t: t, cp: cp, p: NewProcessor(cfg), meta: map[int64]json.RawMessage{}}
 }

@@ -84,7 +84,7 @@ func TestSessionsKill(t *testing.T) {
 	if err := sc.CommitBronze(ctx, lake); err != nil {
 		t.Fatal(err)
 	}
-	scfg := stream.Config{DataDir: dir, MaxOffsetsPerTrigger: 1, Trigger: -1, Logger: quietLogger()}
+	scfg := stream.Config{DataDir: dir, MaxOffsetsPerTrigger: 1, Trigger: -1, Logger: slog.New(slog.DiscardHandler)}
 	sq, _, err := silver.NewQuery(lake, scfg, silver.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestSessionsKill(t *testing.T) {
 	lake = silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	cfg := killConfig(dir)
-	cfg.Logger = quietLogger()
+	cfg.Logger = slog.New(slog.DiscardHandler)
 	q, _, err := NewQuery(lake, cfg, killSessions)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,7 +106,7 @@ func TestSessionsReplayIsDeterministic(t *testing.T) {
 	h := newHarness(t, Config{})
 	for i, batch := range timeline {
 		first, late := h.run(h.p, -1, batch)
-		fresh := NewProcessor(Config{Logger: quietLogger()})
+		fresh := NewProcessor(Config{Logger: slog.New(slog.DiscardHandler)})
 		again, late2 := h.run(fresh, int64(i), batch)
 		if !slices.Equal(first, again) || late != late2 {
 			t.Errorf("batch %d replay: got %v (late %d), want %v (late %d)", i, again, late2, first, late)
@@ -166,7 +167,7 @@ func TestMaxSessionLengthSplits(t *testing.T) {
 			got, _ := h.run(h.p, -1, b)
 			if tc.replay {
 				fresh := NewProcessor(Config{SessionGap: cfg.SessionGap, WatermarkDelay: cfg.WatermarkDelay,
-					MaxSessionLength: cfg.MaxSessionLength, Logger: quietLogger()})
+					MaxSessionLength: cfg.MaxSessionLength, Logger: slog.New(slog.DiscardHandler)})
 				if again, _ := h.run(fresh, int64(i), b); !slices.Equal(again, got) {
 					t.Fatalf("%s: batch %d replayed from state %d: got %v, want %v", tc.name, i, i-1, again, got)
 				}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -227,7 +228,7 @@ func TestStateRebuildProperty(t *testing.T) {
 					t.Fatalf("batch %d: state saved as a delta %d versions after the last full snapshot, chain %d", n, id-lastFull, chain)
 				}
 				if n%5 == 4 {
-					cfg.Logger = quietLogger()
+					cfg.Logger = slog.New(slog.DiscardHandler)
 					fresh := NewProcessor(cfg)
 					again, dropped2 := h.run(fresh, id, edits)
 					if !slices.Equal(again, rows) || dropped2 != dropped {

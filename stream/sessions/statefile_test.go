@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,7 +131,7 @@ func TestCorruptStateRefused(t *testing.T) {
 		t.Errorf("missing version: got %v, want ErrNoEntry", err)
 	}
 
-	p := NewProcessor(Config{Logger: quietLogger()})
+	p := NewProcessor(Config{Logger: slog.New(slog.DiscardHandler)})
 	bad := slices.Clone(delta)
 	bad[len(bad)/2] ^= 0x10
 	if err := p.LoadState(context.Background(), memStore{1: bad}, 1); !errors.Is(err, ErrCorruptState) {
@@ -199,7 +200,7 @@ func TestNewQueryClampsDeltaChain(t *testing.T) {
 	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	for _, tc := range []struct{ retain, chain, want int }{{100, 0, DefaultMaxDeltaChain}, {30, 0, 15}, {30, 4, 4}, {1, 0, 1}} {
-		cfg := stream.Config{DataDir: dir, RetainBatches: tc.retain, Logger: quietLogger()}
+		cfg := stream.Config{DataDir: dir, RetainBatches: tc.retain, Logger: slog.New(slog.DiscardHandler)}
 		_, p, err := NewQuery(lake, cfg, Config{MaxDeltaChain: tc.chain})
 		if err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package silver
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -70,7 +71,7 @@ func TestBadTimesInBronzeNeverMoveTheWatermark(t *testing.T) {
 		t.Errorf("batch 1 watermark: got %v, want %v", got, want)
 	}
 	// A restart: a new processor on the same checkpoint.
-	h.p = NewProcessor(Config{Logger: quietLogger()})
+	h.p = NewProcessor(Config{Logger: slog.New(slog.DiscardHandler)})
 	r = h.batch(edit(11, base.Add(2*time.Minute)), bytes.Clone(bad[0].raw))
 	if got, want := r.IDs, []string{uuidFor(11)}; !slices.Equal(got, want) || r.Counts.Late != 0 || r.Counts.Unparseable != 1 {
 		t.Errorf("after the restart: rows %v, counts %+v; want %v, one unparseable", got, r.Counts, want)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -118,8 +119,8 @@ func BenchmarkSilverBacklog(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		name := fmt.Sprintf("silver-bench-%d", i)
 		cfg := stream.Config{Name: name, CheckpointDir: filepath.Join(dir, "cp", name), MaxOffsetsPerTrigger: 100_000,
-			Trigger: -1, Logger: quietLogger()}
-		q, _, err := NewQuery(lake, cfg, Config{Logger: quietLogger()})
+			Trigger: -1, Logger: slog.New(slog.DiscardHandler)}
+		q, _, err := NewQuery(lake, cfg, Config{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -186,7 +187,7 @@ func BenchmarkDedupStateMemory(b *testing.B) {
 		runtime.GC()
 		var m0 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		p := NewProcessor(Config{Logger: quietLogger()})
+		p := NewProcessor(Config{Logger: slog.New(slog.DiscardHandler)})
 		s := newState(-1)
 		var buf []byte
 		var fullBytes, maxLive int

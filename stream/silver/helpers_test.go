@@ -3,7 +3,6 @@ package silver
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -18,8 +17,6 @@ import (
 	"lakehouse/stream/silver/silvertest"
 	"lakehouse/table"
 )
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // base is the tests' start of event time.
 var base = silvertest.Base
@@ -69,7 +66,7 @@ func newHarness(t testing.TB, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &harness{t: t, cp: cp, p: NewProcessor(cfg), meta: map[int64]json.RawMessage{}}
 }

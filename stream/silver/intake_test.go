@@ -2,6 +2,7 @@ package silver
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"testing"
 
@@ -36,9 +37,9 @@ func TestIntakeIsTheAppliancesDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []stream.Progress
-	cfg := stream.Config{DataDir: dir, CheckpointDir: filepath.Join(dir, "cp"), Logger: quietLogger(),
+	cfg := stream.Config{DataDir: dir, CheckpointDir: filepath.Join(dir, "cp"), Logger: slog.New(slog.DiscardHandler),
 		OnBatch: func(p stream.Progress) { got = append(got, p) }}
-	q, _, err := NewQuery(lake, cfg, Config{Logger: quietLogger()})
+	q, _, err := NewQuery(lake, cfg, Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

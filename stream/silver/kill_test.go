@@ -124,7 +124,7 @@ func TestSilverKill(t *testing.T) {
 	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	cfg, scfg := killConfig(dir)
-	cfg.Logger = quietLogger()
+	cfg.Logger = slog.New(slog.DiscardHandler)
 	q, _, err := NewQuery(lake, cfg, scfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -189,7 +190,7 @@ func TestReplayIsDeterministic(t *testing.T) {
 				continue
 			}
 			// Replay batch b with a fresh processor: state b-1 from disk.
-			fresh := NewProcessor(Config{MaxDeltaChain: chain, Logger: quietLogger()})
+			fresh := NewProcessor(Config{MaxDeltaChain: chain, Logger: slog.New(slog.DiscardHandler)})
 			h.off -= int64(len(vals))
 			again := h.run(fresh, int64(b), vals...)
 			if !slices.Equal(again.IDs, results[b].IDs) || again.Counts != results[b].Counts {
@@ -301,7 +302,7 @@ func TestLoadStateReadsOnlyWhatItLacks(t *testing.T) {
 	if store.loads != 0 {
 		t.Errorf("a processor holding version %d read %d state files to load it", last, store.loads)
 	}
-	fresh := NewProcessor(Config{MaxDeltaChain: 4, Logger: quietLogger()})
+	fresh := NewProcessor(Config{MaxDeltaChain: 4, Logger: slog.New(slog.DiscardHandler)})
 	if err := fresh.LoadState(ctx, store, last); err != nil {
 		t.Fatal(err)
 	}

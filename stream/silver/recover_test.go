@@ -2,6 +2,7 @@ package silver
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"testing"
 
@@ -39,8 +40,8 @@ func TestCheckpointLossRebuildsStateFromTable(t *testing.T) {
 	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	drain := func() {
-		cfg := stream.Config{DataDir: dir, MaxOffsetsPerTrigger: 1, Trigger: -1, Logger: quietLogger()}
-		q, _, err := NewQuery(lake, cfg, Config{Logger: quietLogger()})
+		cfg := stream.Config{DataDir: dir, MaxOffsetsPerTrigger: 1, Trigger: -1, Logger: slog.New(slog.DiscardHandler)}
+		q, _, err := NewQuery(lake, cfg, Config{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
