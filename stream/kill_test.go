@@ -1,21 +1,14 @@
 package stream
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,21 +16,12 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/broker/kafka"
-	"lakehouse/internal/fault"
+	"lakehouse/internal/crashtest"
 	"lakehouse/table"
 )
 
-// Environment of the kill test's child process (the appliance: broker +
-// bronze in one process).
-const (
-	envChildDir   = "LAKEHOUSE_STREAM_KILL_DIR"   // data dir; set only in the child
-	envChildHook  = "LAKEHOUSE_STREAM_KILL_HOOK"  // hook to arm, "" for none
-	envChildSkip  = "LAKEHOUSE_STREAM_KILL_SKIP"  // hits to let pass
-	envChildMode  = "LAKEHOUSE_STREAM_KILL_MODE"  // "run" (until killed) or "drain"
-	envKillSoak   = "LAKEHOUSE_STREAM_SOAK"       // set: more random kills
-	envChildKafka = "LAKEHOUSE_STREAM_KILL_KAFKA" // Kafka seed addresses, comma-separated; "": broker.db
-	envChildS3    = "LAKEHOUSE_STREAM_KILL_S3"    // S3 endpoint of the warehouse; "": local
-)
+// envKillSoak, set, adds random kills to TestBronzeKill.
+const envKillSoak = "LAKEHOUSE_STREAM_SOAK"
 
 // killStores is where a kill test's broker and warehouse are: broker.db and
 // a local warehouse in the data directory, or a Kafka cluster and an S3
@@ -47,17 +31,19 @@ type killStores struct {
 	s3    string   // endpoint; "": local
 }
 
-func killStoresFromEnv() killStores {
+// killStoresOf reads the stores from a child's settings (settings).
+func killStoresOf(s crashtest.Spec) killStores {
 	var k killStores
-	if v := os.Getenv(envChildKafka); v != "" {
+	if v := s.Get("kafka"); v != "" {
 		k.kafka = strings.Split(v, ",")
 	}
-	k.s3 = os.Getenv(envChildS3)
+	k.s3 = s.Get("s3")
 	return k
 }
 
-func (k killStores) env() []string {
-	return []string{envChildKafka + "=" + strings.Join(k.kafka, ","), envChildS3 + "=" + k.s3}
+// settings are the child's settings that name the stores.
+func (k killStores) settings() []string {
+	return []string{"kafka", strings.Join(k.kafka, ","), "s3", k.s3}
 }
 
 // openLog opens the broker; the bronze child never appends.
@@ -84,12 +70,14 @@ const (
 	killTrigger    = 50 * time.Millisecond
 )
 
-// bronzeKillChild is the child's body (TestMain runs it instead of the
-// tests when envChildDir is set): the broker and bronze in one process,
-// running until killed or, in "drain" mode, until bronze holds the backlog.
-func bronzeKillChild(dir string) error {
+// bronzeKillChild is the child's body (crashtest role "kill"; settings
+// dir, mode, hook, skip and the stores): the broker and bronze in one
+// process, running until killed or, in mode "drain", until bronze holds
+// the backlog.
+func bronzeKillChild(s crashtest.Spec) error {
 	ctx := context.Background()
-	stores := killStoresFromEnv()
+	dir := s.Get("dir")
+	stores := killStoresOf(s)
 	db, err := stores.openLog(ctx, dir)
 	if err != nil {
 		return err
@@ -105,108 +93,28 @@ func bronzeKillChild(dir string) error {
 	}
 	cfg := Config{DataDir: dir, MaxOffsetsPerTrigger: killCap, Trigger: killTrigger,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), ProgressEvery: 5}
-	if hook := os.Getenv(envChildHook); hook != "" {
-		skip, _ := strconv.Atoi(os.Getenv(envChildSkip))
+	if s.Get("hook") != "" {
 		// Progress flushes also commit through the table's hooks: keep them
 		// out of the way so the armed hook fires in a bronze batch.
 		cfg.ProgressEvery, cfg.ProgressInterval = 1<<30, time.Hour
-		fault.Arm(hook, skip)
 	}
+	s.Arm()
 	q, err := NewBronze(db, lake, cfg)
 	if err != nil {
 		return err
 	}
-	if os.Getenv(envChildMode) == "drain" {
+	if s.Get("mode") == "drain" {
 		return q.Drain(ctx)
 	}
 	return q.Run(ctx)
 }
 
-// child is one run of the appliance as a child process.
-type child struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stderr bytes.Buffer
-	batch  chan struct{} // receives on every "stream batch" log line
-	done   chan error
-}
-
-func startChild(t *testing.T, stores killStores, dir, mode, hook string, skip int) *child {
+// startChild runs broker + bronze as a child in mode ("run" or "drain"),
+// with hook armed to fire after skip hits ("" for none).
+func startChild(t *testing.T, stores killStores, dir, mode, hook string, skip int) *crashtest.Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0]) // TestMain runs bronzeKillChild
-
-	cmd.Env = append(append(os.Environ(), envChildDir+"="+dir, envChildMode+"="+mode,
-		envChildHook+"="+hook, envChildSkip+"="+strconv.Itoa(skip)), stores.env()...)
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	cmd.Stdout = pw
-	c := &child{cmd: cmd, batch: make(chan struct{}, 1024), done: make(chan error, 1)}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			c.mu.Lock()
-			c.stderr.WriteString(line + "\n")
-			c.mu.Unlock()
-			if strings.Contains(line, "msg=\"stream batch\"") {
-				select {
-				case c.batch <- struct{}{}:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr) // never block the child on a full pipe
-	}()
-	go func() {
-		err := cmd.Wait()
-		pw.Close()
-		<-scanned // every line, including a fault marker printed just before the kill, is in c.stderr
-		c.done <- err
-	}()
-	return c
-}
-
-func (c *child) output() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stderr.String()
-}
-
-// wait returns the child's exit error, or fails after d.
-func (c *child) wait(t *testing.T, d time.Duration) error {
-	t.Helper()
-	select {
-	case err := <-c.done:
-		return err
-	case <-time.After(d):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-		t.Fatalf("child did not exit within %s; output:\n%s", d, tail(c.output()))
-		return nil
-	}
-}
-
-func wasKilled(err error) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
-}
-
-func tail(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > 30 {
-		lines = lines[len(lines)-30:]
-	}
-	return strings.Join(lines, "\n")
+	settings := append([]string{"dir", dir, "mode", mode, "hook", hook, "skip", strconv.Itoa(skip)}, stores.settings()...)
+	return crashtest.Start(t, "kill", settings...)
 }
 
 // killState is what the parent sees on disk after a kill.
@@ -369,24 +277,17 @@ func bronzeKill(t *testing.T, stores killStores, dir string, held map[pair]bool)
 		c := startChild(t, stores, dir, "run", r.hook, skip)
 		if r.hook == "" {
 			// A random moment while batches are running.
-			select {
-			case <-c.batch:
-			case err := <-c.done:
-				t.Fatalf("round %d: child exited before its first batch: %v\n%s", i, err, tail(c.output()))
-			case <-time.After(60 * time.Second):
-				t.Fatalf("round %d: no batch within 60s\n%s", i, tail(c.output()))
+			if !c.WaitFor(`msg="stream batch"`, 1, 60*time.Second) {
+				t.Fatalf("round %d: no batch within 60s (exited: %v)\n%s", i, c.Exited(), crashtest.Tail(c.Output(), 30))
 			}
-			time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
-			if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
+			c.KillAfter(time.Duration(rng.IntN(150)) * time.Millisecond)
 		}
-		err := c.wait(t, 90*time.Second)
-		if !wasKilled(err) {
-			t.Fatalf("round %d (%s): child exit %v, want SIGKILL\n%s", i, name, err, tail(c.output()))
+		err := c.Wait(t, 90*time.Second)
+		if !crashtest.WasKilled(err) {
+			t.Fatalf("round %d (%s): child exit %v, want SIGKILL\n%s", i, name, err, crashtest.Tail(c.Output(), 30))
 		}
-		if r.hook != "" && !strings.Contains(c.output(), fault.Marker(r.hook)) {
-			t.Fatalf("round %d: hook %s did not fire (inconclusive)\n%s", i, r.hook, tail(c.output()))
+		if r.hook != "" && !c.Fired(r.hook) {
+			t.Fatalf("round %d: hook %s did not fire (inconclusive)\n%s", i, r.hook, crashtest.Tail(c.Output(), 30))
 		}
 		s := inspect(t, stores, dir)
 		t.Logf("round %d (%s, skip %d): %d of %d rows committed, planned %d, commit entry %d, table batch %d",
@@ -407,8 +308,8 @@ func bronzeKill(t *testing.T, stores killStores, dir string, held map[pair]bool)
 	}
 
 	c := startChild(t, stores, dir, "drain", "", 0)
-	if err := c.wait(t, 180*time.Second); err != nil {
-		t.Fatalf("drain: %v\n%s", err, tail(c.output()))
+	if err := c.Wait(t, 180*time.Second); err != nil {
+		t.Fatalf("drain: %v\n%s", err, crashtest.Tail(c.Output(), 30))
 	}
 	lake := openLakeWith(t, stores.lakeConfig(dir))
 	defer lake.Close()

@@ -1,23 +1,17 @@
 package stream
 
 import (
-	"fmt"
 	"os"
 	"testing"
+
+	"lakehouse/internal/crashtest"
 )
 
 // TestMain runs the kill test's child body instead of the tests when the
-// process is that child (envChildDir set), and removes the benchmarks'
-// backlog brokers after the tests.
+// process is that child (crashtest), and removes the benchmarks' backlog
+// brokers after the tests.
 func TestMain(m *testing.M) {
-	if dir := os.Getenv(envChildDir); dir != "" {
-		if err := bronzeKillChild(dir); err != nil {
-			fmt.Fprintln(os.Stderr, "bronze kill child:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	code := m.Run()
+	code := crashtest.Main(m, map[string]crashtest.Role{"kill": bronzeKillChild})
 	for _, d := range backlogDirs {
 		os.RemoveAll(d)
 	}

@@ -9,18 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"lakehouse/internal/fault"
+	"lakehouse/internal/crashtest"
 	"lakehouse/stream"
 	"lakehouse/stream/silver"
 	"lakehouse/stream/silver/silvertest"
 	"lakehouse/table"
-)
-
-// Environment of the kill test's child process.
-const (
-	envKillDir  = "LAKEHOUSE_SESSIONS_KILL_DIR"  // data dir; set only in the child
-	envKillHook = "LAKEHOUSE_SESSIONS_KILL_HOOK" // hook to arm, "" for none
-	envKillSkip = "LAKEHOUSE_SESSIONS_KILL_SKIP" // hits to let pass
 )
 
 const (
@@ -39,16 +32,15 @@ func killConfig(dir string) stream.Config {
 }
 
 // TestMain runs sessionsKillChild instead of the tests in the kill test's
-// child process (envKillDir set).
+// child process (crashtest role "kill").
 func TestMain(m *testing.M) {
-	silvertest.ChildMain(envKillDir, sessionsKillChild)
-	os.Exit(m.Run())
+	os.Exit(crashtest.Main(m, map[string]crashtest.Role{"kill": sessionsKillChild}))
 }
 
 // sessionsKillChild is the child's body: sessions drain silver until done
 // or killed (by an armed hook or by the parent).
-func sessionsKillChild() error {
-	dir := os.Getenv(envKillDir)
+func sessionsKillChild(s crashtest.Spec) error {
+	dir := s.Get("dir")
 	ctx := context.Background()
 	lake, err := table.Open(ctx, table.Config{Dir: dir})
 	if err != nil {
@@ -56,11 +48,10 @@ func sessionsKillChild() error {
 	}
 	defer lake.Close()
 	cfg := killConfig(dir)
-	if hook := os.Getenv(envKillHook); hook != "" {
-		skip, _ := strconv.Atoi(os.Getenv(envKillSkip))
+	if s.Get("hook") != "" {
 		cfg.ProgressEvery, cfg.ProgressInterval = 1<<30, time.Hour // keep table hooks in sink commits
-		fault.Arm(hook, skip)
 	}
+	s.Arm()
 	q, _, err := NewQuery(lake, cfg, killSessions)
 	if err != nil {
 		return err
@@ -137,14 +128,14 @@ func TestSessionsKill(t *testing.T) {
 func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
 	silvertest.KillOnce(t, silvertest.Kill{
 		Dir: dir, Table: table.EditorSessions, Query: QueryName,
-		Env: []string{envKillDir + "=" + dir}, Hook: r.hook,
-		Arm: func(before int64) []string {
+		Role: "kill", Hook: r.hook,
+		Skip: func(before int64) int {
 			skip := r.skip
 			if skip < 0 {
 				skip = int(lastBatch-before) - 1 // hits: one per batch still to commit
 			}
 			t.Logf("hook %s: skip %d", r.hook, skip)
-			return []string{envKillHook + "=" + r.hook, envKillSkip + "=" + strconv.Itoa(skip)}
+			return skip
 		},
 		LastBatch: lastBatch, Seed: 2,
 	})

@@ -5,26 +5,20 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"lakehouse/internal/fault"
+	"lakehouse/internal/crashtest"
 	"lakehouse/stream"
 	"lakehouse/stream/lakeio"
 	"lakehouse/stream/silver/silvertest"
 	"lakehouse/table"
 )
 
-// Environment of the kill test's child process.
-const (
-	envKillDir  = "LAKEHOUSE_SILVER_KILL_DIR"  // data dir; set only in the child
-	envKillHook = "LAKEHOUSE_SILVER_KILL_HOOK" // hook to arm, "" for none
-	envKillSkip = "LAKEHOUSE_SILVER_KILL_SKIP" // hits to let pass
-	envKillSoak = "LAKEHOUSE_SILVER_SOAK"      // set: more random kills
-)
+// envKillSoak, set, adds random kills to TestSilverKill.
+const envKillSoak = "LAKEHOUSE_SILVER_SOAK"
 
 const (
 	killSnapshots = 40 // bronze snapshots before the two flusher snapshots
@@ -44,16 +38,15 @@ func killConfig(dir string) (stream.Config, Config) {
 }
 
 // TestMain runs silverKillChild instead of the tests in the kill test's
-// child process (envKillDir set).
+// child process (crashtest role "kill").
 func TestMain(m *testing.M) {
-	silvertest.ChildMain(envKillDir, silverKillChild)
-	os.Exit(m.Run())
+	os.Exit(crashtest.Main(m, map[string]crashtest.Role{"kill": silverKillChild}))
 }
 
 // silverKillChild is the child's body: silver drains bronze until done or
 // killed (by an armed hook or by the parent).
-func silverKillChild() error {
-	dir := os.Getenv(envKillDir)
+func silverKillChild(s crashtest.Spec) error {
+	dir := s.Get("dir")
 	ctx := context.Background()
 	lake, err := table.Open(ctx, table.Config{Dir: dir})
 	if err != nil {
@@ -61,13 +54,12 @@ func silverKillChild() error {
 	}
 	defer lake.Close()
 	cfg, scfg := killConfig(dir)
-	if hook := os.Getenv(envKillHook); hook != "" {
-		skip, _ := strconv.Atoi(os.Getenv(envKillSkip))
+	if s.Get("hook") != "" {
 		// Progress flushes commit through the table's hooks too: keep them
 		// out of the way so the armed hook fires in a silver batch.
 		cfg.ProgressEvery, cfg.ProgressInterval = 1<<30, time.Hour
-		fault.Arm(hook, skip)
 	}
+	s.Arm()
 	q, _, err := NewQuery(lake, cfg, scfg)
 	if err != nil {
 		return err
@@ -148,10 +140,8 @@ func setupBronze(t *testing.T, dir string, sc silvertest.Scenario) {
 func killOnce(t *testing.T, dir string, r killRound, lastBatch int64) {
 	silvertest.KillOnce(t, silvertest.Kill{
 		Dir: dir, Table: table.SilverEdits, Query: QueryName,
-		Env: []string{envKillDir + "=" + dir}, Hook: r.hook,
-		Arm: func(int64) []string {
-			return []string{envKillHook + "=" + r.hook, envKillSkip + "=" + strconv.Itoa(r.skip)}
-		},
+		Role: "kill", Hook: r.hook,
+		Skip:      func(int64) int { return r.skip },
 		LastBatch: lastBatch, Seed: 1,
 	})
 }

@@ -2,26 +2,26 @@ package silvertest
 
 import (
 	"math/rand/v2"
-	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"lakehouse/internal/fault"
+	"lakehouse/internal/crashtest"
 )
 
 // Kill describes one kill of a query that runs in a child process.
 type Kill struct {
-	Dir   string   // the data directory the child works in
-	Table string   // the query's sink table
-	Query string   // the query name: its marker on Table shows progress
-	Env   []string // the child's environment (its role)
+	Dir   string // the data directory the child works in (its setting "dir")
+	Table string // the query's sink table
+	Query string // the query name: its marker on Table shows progress
+	Role  string // the child's role (crashtest)
 	// Hook is the fault hook that must kill the child; "" kills it at a
 	// random point after a few batches instead.
 	Hook string
-	// Arm returns the environment that arms Hook, given the query's marker
+	// Skip returns the hits of Hook to let pass, given the query's marker
 	// batch before the kill (-1: none).
-	Arm       func(before int64) []string
+	Skip      func(before int64) int
 	LastBatch int64  // the batch that completes the scenario
 	Seed      uint64 // varies the random kills between queries
 }
@@ -38,11 +38,11 @@ func KillOnce(t *testing.T, k Kill) {
 		t.Fatalf("inconclusive: %s already complete (batch %d) before the kill", k.Query, before)
 	}
 	if k.Hook != "" {
-		c := StartChild(t, append(slices.Clone(k.Env), k.Arm(before)...)...)
+		c := crashtest.Start(t, k.Role, "dir", k.Dir, "hook", k.Hook, "skip", strconv.Itoa(k.Skip(before)))
 		err := c.Wait(t, 2*time.Minute)
-		if !WasKilled(err) || !strings.Contains(c.Output(), fault.Marker(k.Hook)) {
+		if !crashtest.WasKilled(err) || !c.Fired(k.Hook) {
 			t.Fatalf("inconclusive: hook %s did not kill the child (exit %v); output:\n%s",
-				k.Hook, err, Tail(c.Output(), 40))
+				k.Hook, err, crashtest.Tail(c.Output(), 40))
 		}
 		after := marker()
 		if after < 0 {
@@ -53,7 +53,7 @@ func KillOnce(t *testing.T, k Kill) {
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), k.Seed))
 	for attempt := 0; attempt < 5; attempt++ {
-		c := StartChild(t, k.Env...)
+		c := crashtest.Start(t, k.Role, "dir", k.Dir)
 		want := 1 + rng.IntN(3)
 		deadline := time.Now().Add(time.Minute)
 		for strings.Count(c.Output(), `msg="stream batch"`) < want && time.Now().Before(deadline) {
