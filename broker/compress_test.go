@@ -185,7 +185,7 @@ func TestCorruptBatchRefused(t *testing.T) {
 func TestCrashAppendCompressed(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
-	env := []string{"BROKER_CRASH_COMPRESS=1"}
+	env := []string{"compress", "1"}
 	for k := 0; k < 3; k++ {
 		run := runChild(t, dir, env, 20+rng.Intn(200), rng)
 		if len(run.acked) == 0 {
@@ -200,7 +200,7 @@ func TestCrashAppendCompressed(t *testing.T) {
 	}
 	for _, hook := range []string{"broker.in-seal", "broker.in-tail"} {
 		before, _ := checkLog(t, dir)
-		run := runChild(t, dir, append(env, "BROKER_CRASH_HOOK="+hook, "BROKER_CRASH_SKIP=3"), 0, rng)
+		run := runChild(t, dir, append(env, "hook", hook, "skip", "3"), 0, rng)
 		if !strings.Contains(run.stderr, fault.Marker(hook)) {
 			t.Fatalf("inconclusive: hook %s did not fire (stderr %q)", hook, run.stderr)
 		}

@@ -1,49 +1,41 @@
 package broker_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"lakehouse/broker"
+	"lakehouse/internal/crashtest"
 	"lakehouse/internal/fault"
 )
 
-// The child side of TestCrashAppend: append numbered batches forever and
-// print "ACK <batch>" after each Append returns.
+// TestMain runs crashChild instead of the tests in TestCrashAppend's child
+// process (crashtest role "append").
 func TestMain(m *testing.M) {
-	if dir := os.Getenv("BROKER_CRASH_CHILD"); dir != "" {
-		if hook := os.Getenv("BROKER_CRASH_HOOK"); hook != "" {
-			skip, _ := strconv.Atoi(os.Getenv("BROKER_CRASH_SKIP"))
-			fault.Arm(hook, skip)
-		}
-		crashChild(dir)
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	os.Exit(crashtest.Main(m, map[string]crashtest.Role{"append": crashChild}))
 }
 
 const crashTopic = "t"
 
-func crashChild(dir string) {
+// crashChild is the child's body (settings dir, compress, hook, skip):
+// append numbered batches forever and print "ACK <batch>" after each
+// Append returns.
+func crashChild(s crashtest.Spec) error {
+	s.Arm()
 	ctx := context.Background()
-	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{Compress: os.Getenv("BROKER_CRASH_COMPRESS") != "", CompressBatchBytes: 8 << 10})
+	db, err := broker.Open(filepath.Join(s.Get("dir"), "broker.db"), broker.Options{Compress: s.Get("compress") != "", CompressBatchBytes: 8 << 10})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "child open:", err)
-		os.Exit(2)
+		return fmt.Errorf("open: %w", err)
 	}
 	if err := db.CreateTopic(ctx, crashTopic, 3); err != nil {
-		fmt.Fprintln(os.Stderr, "child topic:", err)
-		os.Exit(2)
+		return fmt.Errorf("topic: %w", err)
 	}
 	next := 0
 	if v, _ := db.Meta(ctx, "last-batch"); v != nil {
@@ -60,8 +52,7 @@ func crashChild(dir string) {
 				Value: []byte(fmt.Sprintf("b=%d i=%d n=%d %s", b, i, n, pad))}
 		}
 		if _, err := db.Append(ctx, broker.Batch{Records: recs, Meta: []broker.Meta{{Key: "last-batch", Value: []byte(strconv.Itoa(b))}}}); err != nil {
-			fmt.Fprintln(os.Stderr, "child append:", err)
-			os.Exit(2)
+			return fmt.Errorf("append: %w", err)
 		}
 		fmt.Fprintf(os.Stdout, "ACK %d\n", b)
 	}
@@ -69,44 +60,32 @@ func crashChild(dir string) {
 
 type crashRun struct {
 	acked  []int
-	stderr string
+	stderr string // the child's output
 }
 
-// runChild starts the child, kills it (after killAfter ACKs plus a random
-// delay) unless an armed hook kills it first, and returns what it acked.
-func runChild(t *testing.T, dir string, env []string, killAfter int, rng *rand.Rand) crashRun {
+// runChild starts the child with settings, kills it (after killAfter ACKs
+// plus a random delay) unless an armed hook kills it first, and returns
+// what it acked.
+func runChild(t *testing.T, dir string, settings []string, killAfter int, rng *rand.Rand) crashRun {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), "BROKER_CRASH_CHILD="+dir), env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var run crashRun
-	sc := bufio.NewScanner(out)
-	killed := false
-	deadline := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
-	defer deadline.Stop()
-	for sc.Scan() {
-		var b int
-		if _, err := fmt.Sscanf(sc.Text(), "ACK %d", &b); err == nil {
-			run.acked = append(run.acked, b)
+	c := crashtest.Start(t, "append", append([]string{"dir", dir}, settings...)...)
+	if killAfter > 0 {
+		if !c.WaitFor("ACK ", killAfter, time.Minute) {
+			t.Fatalf("the child acked %d batches, want %d before the kill (exited: %v)\n%s", c.Count("ACK "), killAfter, c.Exited(), crashtest.Tail(c.Output(), 20))
 		}
-		if killAfter > 0 && len(run.acked) == killAfter && !killed {
-			killed = true
-			d := time.Duration(rng.Intn(20)) * time.Millisecond
-			time.AfterFunc(d, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
-		}
+		c.KillAfter(time.Duration(rng.Intn(20)) * time.Millisecond)
 	}
-	err = cmd.Wait()
-	run.stderr = stderr.String()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("child did not die by SIGKILL: %v\nstderr: %s", err, run.stderr)
+	err := c.Wait(t, time.Minute)
+	run := crashRun{stderr: c.Output()}
+	if !crashtest.WasKilled(err) {
+		t.Fatalf("child did not die by SIGKILL: %v\noutput: %s", err, crashtest.Tail(run.stderr, 20))
+	}
+	for _, l := range c.Lines("ACK ") {
+		b, err := strconv.Atoi(l)
+		if err != nil {
+			t.Fatalf("child printed %q", "ACK "+l)
+		}
+		run.acked = append(run.acked, b)
 	}
 	return run
 }
@@ -197,7 +176,7 @@ func TestCrashAppend(t *testing.T) {
 		kept bool
 	}{{"broker.in-commit", false}, {"broker.after-commit", true}} {
 		before, _ := checkLog(t, dir)
-		run := runChild(t, dir, []string{"BROKER_CRASH_HOOK=" + tc.hook, "BROKER_CRASH_SKIP=5"}, 0, rng)
+		run := runChild(t, dir, []string{"hook", tc.hook, "skip", "5"}, 0, rng)
 		if !strings.Contains(run.stderr, fault.Marker(tc.hook)) {
 			t.Fatalf("%s: inconclusive: the hook did not fire (stderr %q)", tc.hook, run.stderr)
 		}

@@ -1,73 +1,51 @@
 package ingest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"lakehouse/broker"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/crashtest"
 	"lakehouse/internal/fault"
 )
 
-// Environment of the crash child (the test binary re-executed by TestCrash).
-const (
-	envCrashChild = "LAKEHOUSE_INGEST_CRASH_CHILD" // "1" in the child
-	envCrashURL   = "LAKEHOUSE_INGEST_CRASH_URL"
-	envCrashDB    = "LAKEHOUSE_INGEST_CRASH_DB"
-	envCrashHook  = "LAKEHOUSE_INGEST_CRASH_HOOK" // "name:skip" to arm, empty for none
-	envSoak       = "LAKEHOUSE_INGEST_SOAK"       // "1": many more crash rounds
-)
+// envSoak, "1", adds many more crash rounds to TestCrash.
+const envSoak = "LAKEHOUSE_INGEST_SOAK"
 
 const crashSource = "crash"
 
 // TestMain runs crashChild instead of the tests in TestCrash's child
-// process (envCrashChild set).
+// process (crashtest role "ingest").
 func TestMain(m *testing.M) {
-	if os.Getenv(envCrashChild) == "1" {
-		if err := crashChild(); err != nil {
-			fmt.Fprintln(os.Stderr, "crash child:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	os.Exit(crashtest.Main(m, map[string]crashtest.Role{"ingest": crashChild}))
 }
 
-// crashChild is the child side of TestCrash: it ingests from the parent's
-// replay server into the broker file until it is killed (by an armed fault
-// hook or by the parent) or gets SIGTERM (then it stops cleanly).
-func crashChild() error {
-	if h := os.Getenv(envCrashHook); h != "" {
-		name, skip, _ := strings.Cut(h, ":")
-		n, err := strconv.Atoi(skip)
-		if err != nil {
-			return fmt.Errorf("bad %s=%q", envCrashHook, h)
-		}
-		fault.Arm(name, n)
-	}
-	db, err := broker.Open(os.Getenv(envCrashDB), broker.Options{})
+// crashChild is the child side of TestCrash (settings url, db, hook,
+// skip): it ingests from the parent's replay server into the broker file
+// until it is killed (by an armed fault hook or by the parent) or gets
+// SIGTERM (then it stops cleanly). It prints "progress batches=N
+// position=P" after each append.
+func crashChild(s crashtest.Spec) error {
+	s.Arm()
+	db, err := broker.Open(s.Get("db"), broker.Options{})
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	err = Run(ctx, db, Config{
-		URL:        os.Getenv(envCrashURL),
+		URL:        s.Get("url"),
 		Source:     crashSource,
 		BatchMax:   200,
 		BatchDelay: 20 * time.Millisecond,
@@ -92,44 +70,20 @@ type crashRound struct {
 	killAfter int
 }
 
-// child is one running crash child.
-type child struct {
-	cmd      *exec.Cmd
-	stderr   *bytes.Buffer
-	progress chan string // positions reported after each Append
-	done     chan struct{}
-	err      error
+func startChild(t *testing.T, url, dbPath string, rd crashRound) *crashtest.Child {
+	t.Helper()
+	return crashtest.Start(t, "ingest", "url", url, "db", dbPath, "hook", rd.hook, "skip", strconv.Itoa(rd.skip))
 }
 
-func startChild(t *testing.T, url, dbPath string, rd crashRound) *child {
-	t.Helper()
-	cmd := exec.Command(os.Args[0]) // TestMain runs crashChild
-	cmd.Env = append(os.Environ(), envCrashChild+"=1", envCrashURL+"="+url, envCrashDB+"="+dbPath, envCrashHook+"=")
-	if rd.hook != "" {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%s:%d", envCrashHook, rd.hook, rd.skip))
-	}
-	c := &child{cmd: cmd, stderr: &bytes.Buffer{}, progress: make(chan string, 1<<16), done: make(chan struct{})}
-	cmd.Stderr = c.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "progress "); ok {
-				_, pos, _ := strings.Cut(rest, "position=")
-				c.progress <- pos
-			}
+// reported reports whether the child has printed the progress line of
+// position pos.
+func reported(c *crashtest.Child, pos string) bool {
+	for _, l := range c.Lines("progress ") {
+		if _, p, _ := strings.Cut(l, "position="); p == pos {
+			return true
 		}
-		c.err = cmd.Wait()
-		close(c.progress)
-		close(c.done)
-	}()
-	return c
+	}
+	return false
 }
 
 // storedState is what the broker holds after a child run.
@@ -323,29 +277,17 @@ func TestCrash(t *testing.T) {
 	for i, rd := range rounds {
 		c := startChild(t, url, dbPath, rd)
 		if rd.killAfter > 0 {
-			seen := 0
-			for range c.progress {
-				if seen++; seen == rd.killAfter {
-					c.cmd.Process.Signal(syscall.SIGKILL)
-					break
-				}
+			if !c.WaitFor("progress ", rd.killAfter, time.Minute) {
+				t.Fatalf("round %d: child reported %d appends, want %d before the kill\n%s", i, c.Count("progress "), rd.killAfter, crashtest.Tail(c.Output(), 40))
 			}
+			c.Kill(t)
 		}
-		select {
-		case <-c.done:
-		case <-time.After(60 * time.Second):
-			c.cmd.Process.Kill()
-			<-c.done
-			t.Fatalf("round %d: child still running after 60 s (hook %s never fired?)\n%s", i, rd.hook, c.stderr)
+		err := c.Wait(t, 60*time.Second)
+		if !crashtest.WasKilled(err) {
+			t.Fatalf("round %d: child ended with %v, want death by SIGKILL\n%s", i, err, crashtest.Tail(c.Output(), 40))
 		}
-		for range c.progress {
-		}
-		var ee *exec.ExitError
-		if !errors.As(c.err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("round %d: child ended with %v, want death by SIGKILL\n%s", i, c.err, c.stderr)
-		}
-		if rd.hook != "" && !strings.Contains(c.stderr.String(), fault.Marker(rd.hook)) {
-			t.Fatalf("round %d: child died but %q is not in its stderr: the hook did not fire\n%s", i, fault.Marker(rd.hook), c.stderr)
+		if rd.hook != "" && !c.Fired(rd.hook) {
+			t.Fatalf("round %d: child died but %q is not in its output: the hook did not fire\n%s", i, fault.Marker(rd.hook), crashtest.Tail(c.Output(), 40))
 		}
 		st := readState(t, dbPath, r, index)
 		// Conclusive only if this run committed something and the stream was
@@ -372,15 +314,13 @@ func TestCrash(t *testing.T) {
 			t.Fatal("the stream is still incomplete after 3 clean runs")
 		}
 		c := startChild(t, url, dbPath, crashRound{})
-		var once sync.Once
-		for pos := range c.progress {
-			if pos == final {
-				once.Do(func() { c.cmd.Process.Signal(syscall.SIGTERM) })
-			}
+		deadline := time.Now().Add(2 * time.Minute)
+		for !reported(c, final) && !c.Exited() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
 		}
-		<-c.done
-		if c.err != nil {
-			t.Fatalf("clean run: %v\n%s", c.err, c.stderr)
+		c.Terminate()
+		if err := c.Wait(t, time.Minute); err != nil {
+			t.Fatalf("clean run: %v\n%s", err, crashtest.Tail(c.Output(), 40))
 		}
 		st := readState(t, dbPath, r, index)
 		if err := checkNotAhead(st, evs, group); err != nil {

@@ -1,30 +1,41 @@
 package marts
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"lakehouse/internal/fault"
+	"lakehouse/internal/crashtest"
 	"lakehouse/table"
 )
 
-// Environment of the crash child (set only by TestMaintenanceKillRestart).
-const (
-	envCrashDir  = "MARTS_CRASH_CHILD_DIR"
-	envCrashSkip = "MARTS_CRASH_SKIP"
-)
+// TestMain runs maintainChild instead of the tests in
+// TestMaintenanceKillRestart's child process (crashtest role "maintain").
+func TestMain(m *testing.M) {
+	os.Exit(crashtest.Main(m, map[string]crashtest.Role{"maintain": maintainChild}))
+}
+
+// maintainChild is the child's body (settings dir, hook, skip): it streams
+// with maintenance until the armed hook kills it.
+func maintainChild(s crashtest.Spec) error {
+	s.Arm()
+	lake, err := table.Open(context.Background(), table.Config{Dir: s.Get("dir")})
+	if err != nil {
+		return err
+	}
+	if err := streamWithMaintenance(context.Background(), lake, 30, os.Stdout); err != nil {
+		return err
+	}
+	return errors.New("finished without being killed")
+}
 
 const crashPerBatch = 6
 
@@ -70,18 +81,6 @@ func streamWithMaintenance(ctx context.Context, lake *table.Lake, batches int64,
 // names the last one; a restart replays the last batch (skipped by the
 // marker), continues with maintenance, and still has no duplicates.
 func TestMaintenanceKillRestart(t *testing.T) {
-	if dir := os.Getenv(envCrashDir); dir != "" {
-		skip, _ := strconv.Atoi(os.Getenv(envCrashSkip))
-		fault.Arm(hookAfterCompact, skip)
-		lake, err := table.Open(context.Background(), table.Config{Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := streamWithMaintenance(context.Background(), lake, 30, os.Stdout); err != nil {
-			t.Fatal(err)
-		}
-		t.Fatal("child finished without being killed")
-	}
 	dir := t.TempDir()
 	ctx := context.Background()
 	lake := openTestLake(t, dir)
@@ -90,28 +89,18 @@ func TestMaintenanceKillRestart(t *testing.T) {
 	// Compaction jobs: the 1st compacts silver (and ops.runs from the 2nd
 	// job on); skip=2 fires the hook inside the second or third job, after
 	// real compactions committed.
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMaintenanceKillRestart$", "-test.v")
-	cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashSkip+"=2")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("child: got %v, want death by SIGKILL\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	c := crashtest.Start(t, "maintain", "dir", dir, "hook", hookAfterCompact, "skip", "2")
+	if err := c.Wait(t, 5*time.Minute); !crashtest.WasKilled(err) {
+		t.Fatalf("child: got %v, want death by SIGKILL\noutput:\n%s", err, crashtest.Tail(c.Output(), 40))
 	}
-	if !strings.Contains(stderr.String(), fault.Marker(hookAfterCompact)) {
-		t.Fatalf("inconclusive: hook %s did not fire\nstderr:\n%s", hookAfterCompact, stderr.String())
+	if !c.Fired(hookAfterCompact) {
+		t.Fatalf("inconclusive: hook %s did not fire\noutput:\n%s", hookAfterCompact, crashtest.Tail(c.Output(), 40))
 	}
-	last, compactions := int64(-1), 0
-	sc := bufio.NewScanner(&stdout)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		switch {
-		case len(f) == 3 && f[0] == "committed":
-			n, _ := strconv.ParseInt(f[1], 10, 64)
+	last, compactions := int64(-1), len(c.Lines("compacted"))
+	for _, l := range c.Lines("committed ") {
+		if f := strings.Fields(l); len(f) == 2 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
 			last = n
-		case len(f) == 1 && f[0] == "compacted":
-			compactions++
 		}
 	}
 	if last < 3 || compactions < 1 {

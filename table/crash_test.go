@@ -1,31 +1,28 @@
 package table_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"lakehouse/internal/crashtest"
 	"lakehouse/internal/fault"
 	"lakehouse/table"
 )
 
-// Environment of a crash-test child process.
-const (
-	envCrashRole     = "LAKEHOUSE_TABLE_CRASH_ROLE" // "hook" or "soak"
-	envCrashHook     = "LAKEHOUSE_TABLE_CRASH_HOOK"
-	envCrashDir      = "LAKEHOUSE_TABLE_CRASH_DIR"
-	envCrashEndpoint = "LAKEHOUSE_TABLE_CRASH_S3" // S3 endpoint served by the parent; "" = local
-	envSoak          = "LAKEHOUSE_TABLE_SOAK"     // set to run the random-kill soak test
-)
+// envSoak, set, runs TestCrashSoak, the random-kill soak.
+const envSoak = "LAKEHOUSE_TABLE_SOAK"
+
+// TestMain runs a crash child's role instead of the tests in the children
+// of TestCrashAtHooks ("hook") and TestCrashSoak ("soak").
+func TestMain(m *testing.M) {
+	os.Exit(crashtest.Main(m, map[string]crashtest.Role{"hook": hookChild, "soak": soakChild}))
+}
 
 const rowsPerBatch = 100
 
@@ -42,70 +39,65 @@ func batchN(id int64) table.Batch {
 	return batchOf("bronze", id, bronzeRecord(0, (id-1)*rowsPerBatch, rowsPerBatch))
 }
 
-// crashChild is the child side: it commits batch 1, arms the hook, then
-// commits batch 2 and must be killed on the way.
-func crashChild() {
-	ctx := context.Background()
-	l, err := table.Open(ctx, crashConfig(os.Getenv(envCrashDir), os.Getenv(envCrashEndpoint)))
+// openChildLake opens the lake of a child's settings dir and s3.
+func openChildLake(ctx context.Context, s crashtest.Spec) (*table.Lake, error) {
+	l, err := table.Open(ctx, crashConfig(s.Get("dir"), s.Get("s3")))
 	if err != nil {
-		childFail("open: %v", err)
+		return nil, fmt.Errorf("open: %w", err)
 	}
 	if err := l.EnsureTables(ctx); err != nil {
-		childFail("ensure: %v", err)
+		return nil, fmt.Errorf("ensure: %w", err)
 	}
-	switch os.Getenv(envCrashRole) {
-	case "hook":
-		if _, err := l.CommitBatch(ctx, table.Bronze, batchN(1)); err != nil {
-			childFail("commit 1: %v", err)
-		}
-		fault.Arm(os.Getenv(envCrashHook), 0)
-		if _, err := l.CommitBatch(ctx, table.Bronze, batchN(2)); err != nil {
-			childFail("commit 2: %v", err)
-		}
-		childFail("hook %s did not fire", os.Getenv(envCrashHook))
-	case "soak":
-		for {
-			m, _, err := l.LastCommitted(ctx, table.Bronze, "bronze")
-			if err != nil {
-				childFail("marker: %v", err)
-			}
-			if _, err := l.CommitBatch(ctx, table.Bronze, batchN(m.Batch+1)); err != nil {
-				childFail("commit %d: %v", m.Batch+1, err)
-			}
-		}
-	}
-	childFail("unknown role %q", os.Getenv(envCrashRole))
+	return l, nil
 }
 
-func childFail(format string, args ...any) {
-	os.Stderr.WriteString("CHILD ERROR: " + strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n")
-	os.Exit(3)
+// hookChild commits batch 1, arms the hook, then commits batch 2 and must
+// be killed on the way.
+func hookChild(s crashtest.Spec) error {
+	ctx := context.Background()
+	l, err := openChildLake(ctx, s)
+	if err != nil {
+		return err
+	}
+	if _, err := l.CommitBatch(ctx, table.Bronze, batchN(1)); err != nil {
+		return fmt.Errorf("commit 1: %w", err)
+	}
+	s.Arm()
+	if _, err := l.CommitBatch(ctx, table.Bronze, batchN(2)); err != nil {
+		return fmt.Errorf("commit 2: %w", err)
+	}
+	return fmt.Errorf("hook %s did not fire", s.Get("hook"))
 }
 
-// runChild runs this test binary as a crash child and returns its stderr and
-// whether it died from SIGKILL. killAfter > 0 kills it from outside.
-func runChild(t *testing.T, test string, env []string, killAfter time.Duration) (string, bool) {
+// soakChild commits the batch after the marker's, forever.
+func soakChild(s crashtest.Spec) error {
+	ctx := context.Background()
+	l, err := openChildLake(ctx, s)
+	if err != nil {
+		return err
+	}
+	for {
+		m, _, err := l.LastCommitted(ctx, table.Bronze, "bronze")
+		if err != nil {
+			return fmt.Errorf("marker: %w", err)
+		}
+		if _, err := l.CommitBatch(ctx, table.Bronze, batchN(m.Batch+1)); err != nil {
+			return fmt.Errorf("commit %d: %w", m.Batch+1, err)
+		}
+	}
+}
+
+// runChild runs this test binary as a crash child in role with settings
+// and returns its output and whether it died from SIGKILL. killAfter > 0
+// kills it from outside.
+func runChild(t *testing.T, role string, settings []string, killAfter time.Duration) (string, bool) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v")
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.Stdout = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
-	}
+	c := crashtest.Start(t, role, settings...)
 	if killAfter > 0 {
-		timer := time.AfterFunc(killAfter, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
-		defer timer.Stop()
+		c.KillAfter(killAfter)
 	}
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return stderr.String(), true
-		}
-	}
-	return stderr.String(), false
+	err := c.Wait(t, 5*time.Minute)
+	return c.Output(), crashtest.WasKilled(err)
 }
 
 // TestCrashAtHooks kills a child at each table fault hook while it commits
@@ -113,10 +105,6 @@ func runChild(t *testing.T, test string, env []string, killAfter time.Duration) 
 // re-running batch 2 must be made (killed before the commit) or skipped
 // (killed after it), never duplicated.
 func TestCrashAtHooks(t *testing.T) {
-	if os.Getenv(envCrashRole) != "" {
-		crashChild()
-		return
-	}
 	cases := []struct {
 		hook         string
 		wantMarker   int64 // batch committed when the child died
@@ -133,10 +121,7 @@ func TestCrashAtHooks(t *testing.T) {
 				if be == "s3" {
 					endpoint = fakeS3(t, "lake") // served by the parent: it survives the child
 				}
-				out, killed := runChild(t, "TestCrashAtHooks", []string{
-					envCrashRole + "=hook", envCrashHook + "=" + c.hook,
-					envCrashDir + "=" + dir, envCrashEndpoint + "=" + endpoint,
-				}, 0)
+				out, killed := runChild(t, "hook", []string{"hook", c.hook, "dir", dir, "s3", endpoint}, 0)
 				if !strings.Contains(out, fault.Marker(c.hook)) || !killed {
 					t.Fatalf("inconclusive: child not killed at %s (killed=%v):\n%s", c.hook, killed, out)
 				}
@@ -206,10 +191,6 @@ func TestCrashAtHooks(t *testing.T) {
 // and checks after each restart that every committed offset is present
 // exactly once. Set LAKEHOUSE_TABLE_SOAK=1 to run it.
 func TestCrashSoak(t *testing.T) {
-	if os.Getenv(envCrashRole) != "" {
-		crashChild()
-		return
-	}
 	if os.Getenv(envSoak) == "" || testing.Short() {
 		t.Skip("set " + envSoak + "=1 to run the random-kill soak")
 	}
@@ -217,7 +198,7 @@ func TestCrashSoak(t *testing.T) {
 	var last int64
 	for round := range 20 {
 		delay := time.Duration(200+rand.IntN(800)) * time.Millisecond
-		out, killed := runChild(t, "TestCrashSoak", []string{envCrashRole + "=soak", envCrashDir + "=" + dir}, delay)
+		out, killed := runChild(t, "soak", []string{"dir", dir}, delay)
 		if !killed {
 			t.Fatalf("round %d: child exited on its own:\n%s", round, out)
 		}

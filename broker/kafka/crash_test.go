@@ -1,11 +1,9 @@
 package kafka_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,12 +14,17 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/broker/kafka"
+	"lakehouse/internal/crashtest"
 	"lakehouse/internal/fault"
 )
 
-// Environment of the child side of TestCrashBetweenProduceAndCommit.
+// TestMain runs crashChild instead of the tests in the child of
+// TestCrashBetweenProduceAndCommit (crashtest role "produce").
+func TestMain(m *testing.M) {
+	os.Exit(crashtest.Main(m, map[string]crashtest.Role{"produce": crashChild}))
+}
+
 const (
-	crashChildEnv = "KAFKA_CRASH_CHILD" // the cluster's addresses, comma-separated
 	crashTxnID    = "crash-ingest"
 	crashTopic    = "t"
 	crashBatches  = 3 // committed batches before the in-flight one
@@ -37,64 +40,18 @@ func crashValue(batch, i int) string { return fmt.Sprintf("b=%d i=%d", batch, i)
 // batches: the open transaction is aborted, its records and its meta are
 // never readable, and appending goes on.
 func TestCrashBetweenProduceAndCommit(t *testing.T) {
-	if addrs := os.Getenv(crashChildEnv); addrs != "" {
-		crashChild(strings.Split(addrs, ","))
-		return
-	}
 	c := newCluster(t)
 	ctx := ctxT(t)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashBetweenProduceAndCommit$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+strings.Join(c.ListenAddrs(), ","))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	child := crashtest.Start(t, "produce", "seeds", strings.Join(c.ListenAddrs(), ","))
+	sawInflight := child.WaitFor(inflightLine, 1, 60*time.Second)
+	child.Kill(t)
 	acked := -1
-	sawInflight := false
-	timeout := time.After(60 * time.Second)
-wait:
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				break wait // the child exited by itself
-			}
-			if b, found := strings.CutPrefix(line, "ACK "); found {
-				acked, _ = strconv.Atoi(b)
-			}
-			if line == inflightLine {
-				sawInflight = true
-				if err := cmd.Process.Kill(); err != nil { // SIGKILL
-					t.Fatal(err)
-				}
-				break wait
-			}
-		case <-timeout:
-			_ = cmd.Process.Kill()
-			break wait
-		}
+	for _, l := range child.Lines("ACK ") {
+		acked, _ = strconv.Atoi(l)
 	}
-	go func() {
-		for range lines { // let the reader finish
-		}
-	}()
-	_ = cmd.Wait()
 	if !sawInflight {
-		t.Fatalf("inconclusive: the child never reached the point between produce and commit (acked %d)\nstderr:\n%s", acked, stderr.String())
+		t.Fatalf("inconclusive: the child never reached the point between produce and commit (acked %d)\noutput:\n%s", acked, crashtest.Tail(child.Output(), 40))
 	}
 	if acked != crashBatches-1 {
 		t.Fatalf("child acked batches up to %d, want %d", acked, crashBatches-1)
@@ -189,22 +146,18 @@ func mustClient(t *testing.T, c interface{ ListenAddrs() []string }) *kgo.Client
 	return cl
 }
 
-// crashChild appends crashBatches committed batches, printing "ACK <n>"
-// after each, then an Append that stops between produce and commit,
-// prints inflightLine and waits to be killed.
-func crashChild(seeds []string) {
+// crashChild appends crashBatches committed batches to the cluster at the
+// setting seeds, printing "ACK <n>" after each, then an Append that stops
+// between produce and commit, prints inflightLine and waits to be killed.
+func crashChild(s crashtest.Spec) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	die := func(what string, err error) {
-		fmt.Fprintln(os.Stderr, "child:", what+":", err)
-		os.Exit(2)
-	}
-	l, err := kafka.Open(ctx, kafka.Config{Seeds: seeds, TransactionalID: crashTxnID})
+	l, err := kafka.Open(ctx, kafka.Config{Seeds: strings.Split(s.Get("seeds"), ","), TransactionalID: crashTxnID})
 	if err != nil {
-		die("open", err)
+		return fmt.Errorf("open: %w", err)
 	}
 	if err := l.CreateTopic(ctx, crashTopic, 3); err != nil {
-		die("create topic", err)
+		return fmt.Errorf("create topic: %w", err)
 	}
 	appendBatch := func(b int) error {
 		recs := make([]broker.Record, crashPerBatch)
@@ -216,7 +169,7 @@ func crashChild(seeds []string) {
 	}
 	for b := 0; b < crashBatches; b++ {
 		if err := appendBatch(b); err != nil {
-			die("append", err)
+			return fmt.Errorf("append: %w", err)
 		}
 		fmt.Printf("ACK %d\n", b)
 	}
@@ -225,5 +178,5 @@ func crashChild(seeds []string) {
 		select {} // wait for SIGKILL
 	})
 	err = appendBatch(crashBatches)
-	die("the in-flight append returned", err)
+	return fmt.Errorf("the in-flight append returned: %v", err)
 }

@@ -167,6 +167,13 @@ func (c *Child) Kill(t testing.TB) bool {
 	return WasKilled(c.Wait(t, time.Minute))
 }
 
+// Terminate sends the child SIGTERM (a clean stop), if it still runs.
+func (c *Child) Terminate() {
+	if !c.Exited() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	}
+}
+
 // KillAfter SIGKILLs the child once d has passed, unless it ended first.
 func (c *Child) KillAfter(d time.Duration) {
 	time.AfterFunc(d, func() {
