@@ -185,12 +185,20 @@ func TestCompressedRoundTrip(t *testing.T) {
 			if controls != 12 || all < 2*controls {
 				t.Fatalf("inconclusive: the consumer saw %d batches, %d of them markers; want 12 markers and as many data batches at least", all, controls)
 			}
-			// Every data batch, aborted or committed, has the codec;
-			// markers are never compressed.
-			wantCodecs := map[uint8]int{0: controls}
-			wantCodecs[tc.codec] += all - controls
-			if fmt.Sprint(codecs) != fmt.Sprint(wantCodecs) {
-				t.Fatalf("batches by compression type: %v with %d markers; want %v", codecs, controls, wantCodecs)
+			// Data batches, aborted or committed, carry the codec and no
+			// other; markers are never compressed. franz-go sends a batch
+			// that compression would not shrink as it is (one that holds
+			// only random bytes, when the machine is busy and batches are
+			// small), so a few data batches may be uncompressed, never
+			// most of them.
+			data, other := all-controls, 0
+			for codec, n := range codecs {
+				if codec != 0 && codec != tc.codec {
+					other += n
+				}
+			}
+			if other != 0 || codecs[0] < controls || tc.codec != 0 && codecs[tc.codec] < data/2 {
+				t.Fatalf("batches by compression type: %v with %d markers; want codec %d on most of the %d data batches and no other", codecs, controls, tc.codec, data)
 			}
 			t.Logf("batches by compression type (0 none, 4 zstd): %v, %d of them markers", codecs, controls)
 		})
