@@ -102,7 +102,7 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 			}
 		}
 		if i == appends/4 {
-			early = liveHeap()
+			early = settledLiveHeap()
 		}
 		select {
 		case err := <-errc:
@@ -111,7 +111,7 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 		}
 	}
 	waitSilverCaughtUp(t, ctx, p)
-	late = liveHeap()
+	late = settledLiveHeap()
 	runtime.KeepAlive(rec)
 
 	bronzeBatches := batchesRun(p, stream.BronzeQuery)
@@ -150,10 +150,10 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 	}
 }
 
-// liveHeap returns the heap still in use after a full collection: the
+// settledLiveHeap returns the heap still in use after a full collection: the
 // least of five readings over two seconds, so that what a batch or a
 // compaction in flight holds at that moment does not count as growth.
-func liveHeap() uint64 {
+func settledLiveHeap() uint64 {
 	least := uint64(math.MaxUint64)
 	for i := range 5 {
 		if i > 0 {

@@ -37,7 +37,7 @@ func TestCompactMemoryBounded(t *testing.T) {
 		rec.Release()
 	}
 	runtime.GC()
-	before := liveHeap()
+	before := heapLiveAtLastGC()
 	stop, peakc := make(chan struct{}), make(chan uint64, 1)
 	go func() {
 		peak := before
@@ -49,7 +49,7 @@ func TestCompactMemoryBounded(t *testing.T) {
 				peakc <- peak
 				return
 			case <-tick.C:
-				peak = max(peak, liveHeap())
+				peak = max(peak, heapLiveAtLastGC())
 			}
 		}
 	}()
@@ -70,7 +70,10 @@ func TestCompactMemoryBounded(t *testing.T) {
 	}
 }
 
-func liveHeap() uint64 {
+// heapLiveAtLastGC is the heap the last collection marked live
+// (/gc/heap/live:bytes): cheap enough to sample while a compaction runs,
+// where a settled reading (the root package's settledLiveHeap) would stop it.
+func heapLiveAtLastGC() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
