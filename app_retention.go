@@ -2,64 +2,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 	"time"
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/stream"
-	"lakehouse/table"
 )
 
 // retentionEvery is how often the appliance applies broker retention.
 const retentionEvery = 10 * time.Minute
-
-// retainConsumed trims records older than maxAge from the recentchange
-// topic, but never an offset bronze has not committed (stream.TableFloor).
-// It returns the number of records removed.
-func retainConsumed(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, now time.Time) (int64, error) {
-	return retainRecent(ctx, db, lake, maxAge, 0, now)
-}
-
-// retainRecent is retainConsumed with a size limit as well: the oldest
-// records go while the topic stores more than maxBytes (compressed, shared
-// evenly between its partitions; 0: no limit), never past what bronze has
-// committed either.
-func retainRecent(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, maxBytes int64, now time.Time) (int64, error) {
-	return retainLanded(ctx, db, lake, ingest.DefaultTopic, table.Bronze, stream.BronzeQuery, maxAge, maxBytes, now)
-}
-
-// retainDLQ trims dead-letter records older than maxAge, but never an
-// offset the dead-letter query has not committed to bronze.recentchange_dlq:
-// the table keeps every dead letter after the topic forgets it.
-func retainDLQ(ctx context.Context, db *broker.DB, lake *table.Lake, maxAge time.Duration, now time.Time) (int64, error) {
-	return retainLanded(ctx, db, lake, ingest.DefaultDLQTopic, table.BronzeDLQ, stream.DLQQuery, maxAge, 0, now)
-}
-
-// retainLanded trims records of topic older than maxAge, or the oldest
-// while the topic stores more than maxBytes, below the offsets query has
-// committed to ident (stream.TableFloor, the same rule as a Kafka
-// consumer's committed offset), and nothing before its first commit.
-func retainLanded(ctx context.Context, db *broker.DB, lake *table.Lake, topic, ident, query string, maxAge time.Duration, maxBytes int64, now time.Time) (int64, error) {
-	offs, err := db.Offsets(ctx, topic)
-	if err != nil {
-		return 0, fmt.Errorf("retention of %s: %w", topic, err)
-	}
-	floor, ok, err := stream.TableFloor(ctx, lake, ident, query, len(offs))
-	if err != nil || !ok {
-		return 0, err
-	}
-	r := broker.Retention{MaxAge: maxAge, Floor: floor, Now: now}
-	if maxBytes > 0 {
-		r.MaxStored = max(1, maxBytes/int64(len(offs)))
-	}
-	n, err := db.Retain(ctx, topic, r)
-	if err != nil {
-		return n, fmt.Errorf("retention of %s: %w", topic, err)
-	}
-	return n, nil
-}
 
 // retentionBytesAuto is --retention-bytes' default: a tenth of the size
 // of the data directory's file system. The broker's records are what
@@ -119,11 +71,11 @@ func (p *pipeline) runRetention(ctx context.Context, db *broker.DB) error {
 		}
 		t.Reset(retentionEvery)
 		if p.flags.retention > 0 || maxBytes > 0 {
-			n, err := retainRecent(ctx, db, p.lake, p.flags.retention, maxBytes, time.Now())
+			n, err := stream.RetainBronze(ctx, db, p.lake, ingest.DefaultTopic, p.flags.retention, maxBytes, time.Now())
 			p.logRetention(ingest.DefaultTopic, n, err, p.flags.retention)
 		}
 		if p.flags.dlqRetention > 0 {
-			n, err := retainDLQ(ctx, db, p.lake, p.flags.dlqRetention, time.Now())
+			n, err := stream.RetainDLQ(ctx, db, p.lake, ingest.DefaultDLQTopic, p.flags.dlqRetention, time.Now())
 			p.logRetention(ingest.DefaultDLQTopic, n, err, p.flags.dlqRetention)
 		}
 	}
