@@ -13,7 +13,6 @@ import (
 	"lakehouse/stream/lakeio"
 	"lakehouse/stream/sessions"
 	"lakehouse/stream/silver"
-	"lakehouse/table"
 )
 
 // startStreams starts the stream queries: bronze and the dead-letter
@@ -100,8 +99,9 @@ func (p *pipeline) startMarts(start func(string, func(context.Context) error)) {
 }
 
 // protect returns the snapshot of ident that the query reading it will
-// start its next batch from (lakeio.ResumeSnapshot). Expiry keeps it and
-// everything newer.
+// start its next batch from (lakeio.Protect over the readers silver and
+// sessions declare), or the first one of a table holdHistory names (the
+// bench). Expiry keeps it and everything newer.
 func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
 	if slices.Contains(p.flags.holdHistory, ident) {
 		snaps, err := p.lake.AppendsAfter(ctx, ident, 0)
@@ -113,18 +113,9 @@ func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
 		}
 		return snaps[0].ID, nil
 	}
-	var reader, query string
-	switch ident {
-	case table.Bronze:
-		reader, query = table.SilverEdits, silver.QueryName
-	case table.SilverEdits:
-		reader, query = table.EditorSessions, sessions.QueryName
-	default:
-		return 0, nil
-	}
-	snap, err := lakeio.ResumeSnapshot(ctx, p.lake, reader, query)
+	snap, err := lakeio.Protect(ctx, p.lake, []lakeio.Reader{silver.Reads, sessions.Reads}, ident)
 	if errors.Is(err, lakeio.ErrNotConsumed) {
-		return 0, fmt.Errorf("protect %s: %w: %w", ident, marts.ErrNotConsumed, err)
+		return 0, fmt.Errorf("%w: %w", marts.ErrNotConsumed, err)
 	}
 	return snap, err
 }

@@ -38,3 +38,29 @@ func ResumeSnapshot(ctx context.Context, lake *table.Lake, sink, query string) (
 	}
 	return off.Snapshot, nil
 }
+
+// Reader names a query that reads a table's appends: Source is the table
+// it reads, Sink the table it commits to (its marker there says how far it
+// read), Query its name. Each reading query declares its own (silver.Reads,
+// sessions.Reads).
+type Reader struct {
+	Source, Sink, Query string
+}
+
+// Protect returns the snapshot of ident that the reader of it will start
+// its next batch from (ResumeSnapshot): snapshot expiry on ident must keep
+// it and every newer one. It is 0, nothing to keep, when no reader reads
+// ident, and an error wrapping ErrNotConsumed when its reader has read
+// nothing yet (expiry must then keep everything).
+func Protect(ctx context.Context, lake *table.Lake, readers []Reader, ident string) (int64, error) {
+	for _, r := range readers {
+		if r.Source == ident {
+			snap, err := ResumeSnapshot(ctx, lake, r.Sink, r.Query)
+			if err != nil {
+				return 0, fmt.Errorf("protect %s: %w", ident, err)
+			}
+			return snap, nil
+		}
+	}
+	return 0, nil
+}

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"lakehouse/stream/lakeio"
+	"lakehouse/table"
 )
 
 // Defaults filled in for zero Config fields.
@@ -30,6 +33,11 @@ const (
 	// QueryName is the query's name (checkpoint, table marker, progress).
 	QueryName = "sessions"
 )
+
+// Reads is what sessions read (silver's appends) and where their marker
+// says how far: maintenance never expires a silver snapshot sessions have
+// not read.
+var Reads = lakeio.Reader{Source: table.SilverEdits, Sink: table.EditorSessions, Query: QueryName}
 
 // Config configures the sessions query.
 type Config struct {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"lakehouse/internal/recentchange"
+	"lakehouse/stream/lakeio"
+	"lakehouse/table"
 )
 
 // Defaults filled in by NewProcessor for zero Config fields.
@@ -24,6 +26,10 @@ const (
 	// table marker and the progress rows.
 	QueryName = "silver"
 )
+
+// Reads is what silver reads (bronze's appends) and where its marker says
+// how far: maintenance never expires a bronze snapshot silver has not read.
+var Reads = lakeio.Reader{Source: table.Bronze, Sink: table.SilverEdits, Query: QueryName}
 
 // Config configures the silver query.
 type Config struct {
