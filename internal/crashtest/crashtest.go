@@ -85,13 +85,13 @@ func Main(m *testing.M, roles map[string]Role) int {
 	return 0
 }
 
-// Child is one run of the test binary as a child process.
+// Child is one run of the test binary as a child process. Its methods may
+// be called from any goroutine.
 type Child struct {
-	cmd    *exec.Cmd
-	out    *syncbuf.Buffer
-	done   chan error
-	err    error
-	exited bool
+	cmd  *exec.Cmd
+	out  *syncbuf.Buffer
+	done chan struct{} // closed once the child has ended and err is set
+	err  error
 }
 
 // Start runs the test binary as a child in role with settings (key, value
@@ -117,39 +117,35 @@ func Start(t testing.TB, role string, settings ...string) *Child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &Child{cmd: cmd, out: out, done: make(chan error, 1)}
-	go func() { c.done <- cmd.Wait() }()
+	c := &Child{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
 	return c
 }
 
 // Exited reports whether the child has ended (without waiting).
 func (c *Child) Exited() bool {
-	if c.exited {
-		return true
-	}
 	select {
-	case c.err = <-c.done:
-		c.exited = true
+	case <-c.done:
+		return true
 	default:
+		return false
 	}
-	return c.exited
 }
 
 // Wait returns the child's exit error; it SIGKILLs the child and fails the
 // test if it runs longer than d.
 func (c *Child) Wait(t testing.TB, d time.Duration) error {
 	t.Helper()
-	if c.exited {
-		return c.err
-	}
 	select {
-	case c.err = <-c.done:
+	case <-c.done:
 	case <-time.After(d):
 		_ = c.cmd.Process.Kill()
 		<-c.done
 		t.Fatalf("child did not exit within %s; output:\n%s", d, Tail(c.Output(), 40))
 	}
-	c.exited = true
 	return c.err
 }
 
@@ -157,11 +153,8 @@ func (c *Child) Wait(t testing.TB, d time.Duration) error {
 // true if the signal killed it, false if it had already exited.
 func (c *Child) Kill(t testing.TB) bool {
 	t.Helper()
-	select {
-	case c.err = <-c.done:
-		c.exited = true
+	if c.Exited() {
 		return false
-	default:
 	}
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)
 	return WasKilled(c.Wait(t, time.Minute))

@@ -86,3 +86,18 @@ func TestChildEndings(t *testing.T) {
 		}
 	}
 }
+
+// TestKillAfterAnEndedChild: an exit is read as often as asked, from any
+// goroutine: a KillAfter timer that fires after the child ended on its
+// own takes nothing away from Wait, Exited and Kill.
+func TestKillAfterAnEndedChild(t *testing.T) {
+	c := crashtest.Start(t, "count", "n", "1")
+	if err := c.Wait(t, time.Minute); err != nil {
+		t.Fatalf("a child that ends on its own: Wait returned %v, want nil", err)
+	}
+	c.KillAfter(time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the timer has fired
+	if err := c.Wait(t, time.Minute); err != nil || !c.Exited() || c.Kill(t) {
+		t.Fatalf("after the timer: Wait %v, Exited %v; want nil, true, and Kill finding nothing to kill", err, c.Exited())
+	}
+}
