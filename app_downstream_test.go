@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"lakehouse/marts"
 	"lakehouse/stream/lakeio"
@@ -22,14 +20,8 @@ import (
 func TestProtectNamesEachReader(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lake := openLake(t, dir)
 	defer lake.Close()
-	if err := lake.EnsureTables(ctx); err != nil {
-		t.Fatal(err)
-	}
 	p := &pipeline{lake: lake, log: slog.New(slog.DiscardHandler)}
 	for _, ident := range []string{table.Bronze, table.SilverEdits} {
 		if _, err := p.protect(ctx, ident); !errors.Is(err, marts.ErrNotConsumed) {
@@ -38,15 +30,7 @@ func TestProtectNamesEachReader(t *testing.T) {
 	}
 	// Bronze commits a batch, silver a batch that read it, sessions one
 	// whose marker says it read silver's snapshot silverSnap.
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, table.BronzeSchema)
-	defer rb.Release()
-	rb.Field(0).(*array.Int32Builder).Append(0)     // broker partition
-	rb.Field(1).(*array.Int64Builder).Append(0)     // broker offset
-	rb.Field(2).(*array.TimestampBuilder).Append(1) // broker timestamp
-	rb.Field(3).AppendNull()
-	rb.Field(4).(*array.StringBuilder).Append(`{"type":"edit"}`)
-	rb.Field(5).(*array.TimestampBuilder).Append(1)
-	row := rb.NewRecordBatch()
+	row := bronzeEdits(1)
 	defer row.Release()
 	b, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: "bronze", ID: 0, Offsets: `{"0":1}`, Records: []arrow.RecordBatch{row}})
 	if err != nil {

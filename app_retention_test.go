@@ -44,14 +44,8 @@ func TestRunRetentionTrimsBothTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lake := openLake(t, dir)
 	defer lake.Close()
-	if err := lake.EnsureTables(ctx); err != nil {
-		t.Fatal(err)
-	}
 	old := time.Now().Add(-48 * time.Hour)
 	for _, topic := range []string{ingest.DefaultTopic, ingest.DefaultDLQTopic} {
 		if err := db.CreateTopic(ctx, topic, 1); err != nil {

@@ -5,11 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"lakehouse/table"
 )
@@ -19,26 +16,9 @@ func queryLake(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "lake")
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lake := openLake(t, dir)
 	defer lake.Close()
-	if err := lake.EnsureTables(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, table.BronzeSchema)
-	defer b.Release()
-	ts := arrow.Timestamp(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixMicro())
-	for o := range int64(3) {
-		b.Field(0).(*array.Int32Builder).Append(0)
-		b.Field(1).(*array.Int64Builder).Append(o)
-		b.Field(2).(*array.TimestampBuilder).Append(ts)
-		b.Field(3).AppendNull()
-		b.Field(4).(*array.StringBuilder).Append(`{"type":"edit"}`)
-		b.Field(5).(*array.TimestampBuilder).Append(ts)
-	}
-	rec := b.NewRecordBatch()
+	rec := bronzeEdits(3)
 	defer rec.Release()
 	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: "bronze", Offsets: `{"0":3}`, Records: []arrow.RecordBatch{rec}}); err != nil {
 		t.Fatal(err)

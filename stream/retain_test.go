@@ -37,14 +37,8 @@ func TestRetentionNeverPassesBronze(t *testing.T) {
 	if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
 		t.Fatal(err)
 	}
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lake := openLake(t, dir)
 	defer lake.Close()
-	if err := lake.EnsureTables(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// Before bronze committed anything: nothing may go.
 	if n, err := RetainBronze(ctx, db, lake, retainTopic, time.Hour, 0, now); err != nil || n != 0 {
 		t.Fatalf("retention before any bronze commit: removed %d, %v; want 0", n, err)
@@ -95,14 +89,8 @@ func TestDLQRetention(t *testing.T) {
 	if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
 		t.Fatal(err)
 	}
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lake := openLake(t, dir)
 	defer lake.Close()
-	if err := lake.EnsureTables(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if n, err := RetainDLQ(ctx, db, lake, retainDLQTopic, 30*24*time.Hour, now); err != nil || n != 0 {
 		t.Fatalf("DLQ retention before the dead-letter query committed: removed %d, %v; want 0", n, err)
 	}
@@ -163,14 +151,8 @@ func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 	}
 	full, _ := stored()
 	limit := full / 4
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lake := openLake(t, dir)
 	defer lake.Close()
-	if err := lake.EnsureTables(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if n, err := RetainBronze(ctx, db, lake, retainTopic, 0, limit, now); err != nil || n != 0 {
 		t.Fatalf("size retention before any bronze commit: removed %d, %v; want 0", n, err)
 	}
