@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -24,7 +23,6 @@ import (
 	"lakehouse/stream"
 	"lakehouse/stream/sessions"
 	"lakehouse/table"
-	"lakehouse/verify"
 )
 
 // pipelineFlags are the settings of the running appliance (run, demo).
@@ -458,78 +456,4 @@ func (p *pipeline) addQuery(name string, q *stream.Query) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.queries[name] = q
-}
-
-// status is the appliance's view of itself for GET /status. Each query's
-// lag reads its source (for silver and sessions, table metadata), so a
-// caller that needs only some queries names them (none: all).
-func (p *pipeline) status(ctx context.Context, only ...string) verify.Status {
-	st := verify.Status{Topics: map[string]int64{}, Appended: map[string]int64{}, Queries: map[string]verify.QueryStatus{}}
-	if topics, err := p.db.Topics(ctx); err == nil {
-		for _, t := range topics {
-			n, err := p.held.Count(ctx, t)
-			if err != nil {
-				continue
-			}
-			st.Topics[t.Name] = n
-			st.Appended[t.Name] = t.Stored() // held plus trimmed: dense offsets only
-			if broker.IsSparse(p.db) {
-				st.Appended[t.Name] = n // Kafka does not say what it trimmed
-			}
-		}
-	}
-	p.mu.Lock()
-	qs := make(map[string]*stream.Query, len(p.queries))
-	for n, q := range p.queries {
-		if len(only) == 0 || slices.Contains(only, n) {
-			qs[n] = q
-		}
-	}
-	p.mu.Unlock()
-	for name, q := range qs {
-		s := verify.QueryStatus{Batch: -1, QueryID: q.QueryID()}
-		if lag, batch, err := q.CurrentLag(ctx); err != nil {
-			s.Error = err.Error()
-		} else {
-			s.Lag, s.Batch = lag, batch
-		}
-		if t, ok := p.tel.query(name); ok {
-			s.Batches, s.BatchSeconds, s.CommitSeconds = t.Batches, t.BatchDur.Sum, t.CommitDur.Sum
-		}
-		st.Queries[name] = s
-	}
-	st.Runtime = runtimeStatus()
-	st.ObjectStore = p.objectStoreRequests()
-	return st
-}
-
-// runtimeStatus reads the Go runtime's heap and goroutine figures for
-// Status from runtime/metrics, which, unlike runtime.ReadMemStats, does not
-// stop the world.
-func runtimeStatus() *verify.RuntimeStatus {
-	samples := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/unused:bytes"},
-		{Name: "/gc/heap/objects:objects"},
-		{Name: "/gc/heap/live:bytes"},
-		{Name: "/gc/cycles/total:gc-cycles"},
-		{Name: "/sched/goroutines:goroutines"},
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-	}
-	metrics.Read(samples)
-	v := func(i int) uint64 {
-		if samples[i].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return samples[i].Value.Uint64()
-	}
-	return &verify.RuntimeStatus{
-		HeapInUseBytes: v(0) + v(1),
-		HeapObjects:    v(2),
-		LiveHeapBytes:  v(3),
-		GCCycles:       v(4),
-		Goroutines:     v(5),
-		HeldBytes:      v(6) - min(v(6), v(7)),
-	}
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"lakehouse/internal/dashboard"
+	"lakehouse/internal/observe"
 	"lakehouse/stream/sessions"
 	"lakehouse/table/restcatalog"
-	"lakehouse/verify"
 )
 
 // The HTTP surface.
@@ -73,7 +73,7 @@ func (p *pipeline) serveHTTP(ctx context.Context, stderr io.Writer) (func(), err
 	}
 	b := p.flags.httpBounds.withDefaults()
 	srv, lim := boundedServer(withToken(p.flags.httpToken, p.handler()), ln, b)
-	fmt.Fprintf(stderr, "%shttp://%s\n", verify.StatusLinePrefix, ln.Addr())
+	fmt.Fprintf(stderr, "%shttp://%s\n", observe.LinePrefix, ln.Addr())
 	p.mu.Lock()
 	p.httpURL = "http://" + ln.Addr().String()
 	p.httpConns = lim
@@ -147,11 +147,11 @@ func withToken(token string, next http.Handler) http.Handler {
 func (p *pipeline) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", dashboard.Handler())
-	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+observe.ObservationPath, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, p.observe(r.Context()))
 	})
-	mux.HandleFunc("GET "+verify.StatusPath, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, p.status(r.Context(), r.URL.Query()["query"]...))
+	mux.HandleFunc("GET "+observe.StatusPath, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, p.observeBrief(r.Context(), r.URL.Query()["query"]...).Status())
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(p), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/observe"
 	"lakehouse/marts"
 )
 
@@ -116,17 +117,17 @@ func (a *testAppliance) get(t *testing.T, path string, header ...string) (int, s
 func (a *testAppliance) drained(t *testing.T, want int64) {
 	t.Helper()
 	waitFor(t, 2*time.Minute, "the pipeline to drain", func() bool {
-		return a.p.status(context.Background()).Drained(ingest.DefaultTopic, want)
+		return a.p.observeBrief(context.Background()).Status().Drained(ingest.DefaultTopic, want)
 	})
 }
 
-func (a *testAppliance) observation(t *testing.T) observation {
+func (a *testAppliance) observation(t *testing.T) observe.Observation {
 	t.Helper()
 	code, body := a.get(t, "/api/status")
 	if code != http.StatusOK {
 		t.Fatalf("/api/status: %d %s", code, body)
 	}
-	var o observation
+	var o observe.Observation
 	dec := json.NewDecoder(strings.NewReader(body))
 	if err := dec.Decode(&o); err != nil {
 		t.Fatalf("/api/status: %v\n%s", err, body)

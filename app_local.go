@@ -19,6 +19,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/broker/remote"
 	"lakehouse/internal/durable"
+	"lakehouse/internal/observe"
 	"lakehouse/table"
 	"lakehouse/table/restcatalog"
 )
@@ -121,7 +122,7 @@ func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
 // localHandler serves the local endpoint's routes.
 func (p *pipeline) localHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+observe.ObservationPath, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, p.observe(r.Context()))
 	})
 	mux.Handle(localBrokerPath+"/", http.StripPrefix(localBrokerPath, remote.Handler(p.db)))

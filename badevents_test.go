@@ -100,7 +100,7 @@ func TestBadEventsNeverStopSilver(t *testing.T) {
 		t.Errorf("DLQ records after the restart: got %d, want %d", got, len(replay.ViolationKinds))
 	}
 	checkDLQTable(t, b, dlq)
-	for name, q := range b.p.status(ctx).Queries {
+	for name, q := range b.p.observeBrief(ctx).Status().Queries {
 		if q.Error != "" {
 			t.Errorf("query %s after the restart: %s", name, q.Error)
 		}

@@ -17,6 +17,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/internal/bench"
+	"lakehouse/internal/observe"
 	"lakehouse/stream"
 	"lakehouse/table"
 	"lakehouse/verify"
@@ -99,8 +100,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type benchAppliance struct{ p *pipeline }
 
 func (a benchAppliance) Run(ctx context.Context) error { return a.p.run(ctx, io.Discard) }
-func (a benchAppliance) Status(ctx context.Context, queries ...string) verify.Status {
-	return a.p.status(ctx, queries...)
+func (a benchAppliance) Status(ctx context.Context, queries ...string) observe.Status {
+	return a.p.observeBrief(ctx, queries...).Status()
 }
 func (a benchAppliance) Lake() *table.Lake  { return a.p.lake }
 func (a benchAppliance) Broker() broker.Log { return a.p.db }

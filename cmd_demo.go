@@ -226,7 +226,7 @@ func (p *pipeline) demoDrain(ctx context.Context, stdout io.Writer, errc chan er
 			return ctx.Err()
 		case <-tick.C:
 		}
-		st := p.status(ctx)
+		st := p.observeBrief(ctx).Status()
 		line := fmt.Sprintf("demo: broker %d/%d events, dead-letter %d, %s", st.Topics[ingest.DefaultTopic], want, st.Topics[ingest.DefaultDLQTopic], st.Lags())
 		if line != lastLine {
 			fmt.Fprintln(stdout, line)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/observe"
+	"lakehouse/marts"
 )
 
 func init() {
@@ -46,7 +48,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/api/status", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+observe.ObservationPath, nil)
 	if err != nil {
 		return fmt.Errorf("--http %q: %w", *addr, errUsage)
 	}
@@ -69,7 +71,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		_, err := stdout.Write(body)
 		return err
 	}
-	var o observation
+	var o observe.Observation
 	if err := json.Unmarshal(body, &o); err != nil {
 		return fmt.Errorf("decode status: %w", err)
 	}
@@ -78,7 +80,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // printStatus renders an observation for a terminal.
-func printStatus(w io.Writer, o observation) {
+func printStatus(w io.Writer, o observe.Observation) {
 	state := "READY"
 	if !o.Health.Ready {
 		state = "NOT READY"
@@ -140,10 +142,14 @@ func printStatus(w io.Writer, o observation) {
 			fmt.Fprintf(w, "  FAILED: %s\n", r.Err)
 		}
 		for _, c := range r.Checks {
-			fmt.Fprintf(w, "  %s\n", c)
+			fmt.Fprintf(w, "  %s\n", marts.Check(c))
 		}
 		if r.Highlights.Headline != "" {
-			fmt.Fprint(w, "  ", strings.ReplaceAll(r.Highlights.String(), "\n  ", "\n    "))
+			h := marts.Highlights{Headline: r.Highlights.Headline}
+			for _, l := range r.Highlights.Lists {
+				h.Lists = append(h.Lists, marts.HighlightList(l))
+			}
+			fmt.Fprint(w, "  ", strings.ReplaceAll(h.String(), "\n  ", "\n    "))
 		}
 	}
 	if len(o.Log) > 0 {
@@ -159,7 +165,7 @@ func printStatus(w io.Writer, o observation) {
 
 // printDisk prints the disk budget: the components, the growth per day
 // and the days left before the disk reserve.
-func printDisk(w io.Writer, d diskObs) {
+func printDisk(w io.Writer, d observe.Disk) {
 	var parts []string
 	for _, c := range d.Components {
 		parts = append(parts, c.Name+" "+humanize.Bytes(c.Bytes))

@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/observe"
+	"lakehouse/stream"
 	"strings"
 	"testing"
 	"time"
@@ -35,5 +39,52 @@ func TestStatusCommand(t *testing.T) {
 	out.Reset()
 	if code := run([]string{"status", "--http", "127.0.0.1:1"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no appliance answering") {
 		t.Errorf("status against nothing: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestStatusIsTheObservationsProjection: /status and /api/status are one
+// model. On a drained appliance (nothing moving) /status holds exactly
+// the topics and queries /api/status shows, with the same counts, batches
+// and lags, through the observe client the kill test and the soak use;
+// ?query= limits it to the named queries.
+func TestStatusIsTheObservationsProjection(t *testing.T) {
+	src := replay.New(replay.Config{Seed: 17})
+	src.Loops(replay.Generate(17, 200), 1)
+	a := startAppliance(t, src, nil)
+	a.drained(t, src.Counts().OnTime)
+	o := a.observation(t)
+	st, err := observe.FetchStatus(context.Background(), a.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Topics) == 0 || len(st.Topics) != len(o.Topics) {
+		t.Fatalf("topics: /status %v, /api/status %+v", st.Topics, o.Topics)
+	}
+	for _, tp := range o.Topics {
+		if st.Topics[tp.Name] != tp.Records || st.Appended[tp.Name] != tp.Appended || tp.Appended < tp.Records {
+			t.Errorf("topic %s: /status holds %d of %d stored, /api/status %d of %d", tp.Name,
+				st.Topics[tp.Name], st.Appended[tp.Name], tp.Records, tp.Appended)
+		}
+	}
+	if st.Stored(ingest.DefaultTopic) != src.Counts().OnTime {
+		t.Errorf("stored %d, want the %d on-time events the source sent", st.Stored(ingest.DefaultTopic), src.Counts().OnTime)
+	}
+	if len(o.Queries) < 3 || len(st.Queries) != len(o.Queries) {
+		t.Fatalf("queries: /status %v, /api/status %+v", st.Queries, o.Queries)
+	}
+	for _, q := range o.Queries {
+		want := observe.QueryStatus{Batch: q.Batch, Lag: q.Lag, QueryID: q.QueryID, Error: q.Error, Batches: q.Totals.Batches,
+			BatchSeconds: q.Totals.BatchSeconds, CommitSeconds: q.Totals.CommitSeconds}
+		if got := st.Queries[q.Name]; got.Batch != want.Batch || got.Lag != want.Lag || got.QueryID != want.QueryID ||
+			got.Error != want.Error || got.Batches != want.Batches || (q.Name == stream.BronzeQuery && q.Totals.Batches == 0) {
+			t.Errorf("query %s: /status %+v, /api/status %+v", q.Name, got, want)
+		}
+	}
+	one, err := observe.FetchStatus(context.Background(), a.base, stream.BronzeQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := one.Queries[stream.BronzeQuery]; !ok || len(one.Queries) != 1 {
+		t.Errorf("?query=bronze: got queries %v, want bronze alone", one.Queries)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"lakehouse/internal/observe"
 	"lakehouse/table"
 )
 
@@ -58,15 +59,15 @@ const readChart = `(() => {
 func TestDashboardFreshnessReadable(t *testing.T) {
 	browser := startChromium(t)
 	var body atomic.Pointer[[]byte]
-	serve := func(p50, p95 float64) observation {
+	serve := func(p50, p95 float64) observe.Observation {
 		now := time.Now().UTC()
-		o := observation{At: now, Started: now.Add(-2 * time.Hour), Version: "devel",
-			Health:   healthState{Ready: true, CheckedAt: now},
+		o := observe.Observation{At: now, Started: now.Add(-2 * time.Hour), Version: "devel",
+			Health:   observe.Health{Ready: true, CheckedAt: now},
 			Settings: map[string]string{"source": "(replay)", "refresh": "5m0s"}}
-		f := freshObs{Table: table.SilverEdits, HourP50: jsonFloat(p50), HourP95: jsonFloat(p95),
+		f := observe.Freshness{Table: table.SilverEdits, HourP50: observe.Float(p50), HourP95: observe.Float(p95),
 			EventHourP50: 3*3600 + 180, NowS: 3*3600 + 185}
 		for i := 59; i >= 0; i-- {
-			f.Series = append(f.Series, freshPoint{Minute: now.Truncate(time.Minute).Add(-time.Duration(i) * time.Minute),
+			f.Series = append(f.Series, observe.FreshPoint{Minute: now.Truncate(time.Minute).Add(-time.Duration(i) * time.Minute),
 				Records: 1200, Rows: 700, P50: p50 * (1 + float64(i%7)/10), P95: p95 * (1 + float64(i%5)/10), EventP50: 3*3600 + 180})
 		}
 		o.Fresh = f

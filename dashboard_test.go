@@ -16,6 +16,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/dashboard"
+	"lakehouse/internal/observe"
 	"lakehouse/table"
 )
 
@@ -174,7 +175,7 @@ func TestDashboard(t *testing.T) {
 	p := openDashboard(t, browser, a.base+"/")
 
 	t.Run("live", func(t *testing.T) {
-		var o observation
+		var o observe.Observation
 		v := p.waitView(t, 30*time.Second, "the page to show /api/status's hop counts", func(v pageView) bool {
 			if v.State != "live" {
 				return false
@@ -295,10 +296,10 @@ func TestDashboard(t *testing.T) {
 func TestDashboardMissingParts(t *testing.T) {
 	browser := startChromium(t)
 	now := time.Now()
-	nan := jsonFloat(math.NaN())
-	o := observation{At: now, Started: now, Version: "devel",
-		Health:   healthState{Reasons: []string{"starting: not evaluated yet"}, CheckedAt: now},
-		Fresh:    freshObs{Table: table.SilverEdits, NowS: nan, HourP50: nan, HourP95: nan},
+	nan := observe.Float(math.NaN())
+	o := observe.Observation{At: now, Started: now, Version: "devel",
+		Health:   observe.Health{Reasons: []string{"starting: not evaluated yet"}, CheckedAt: now},
+		Fresh:    observe.Freshness{Table: table.SilverEdits, NowS: nan, HourP50: nan, HourP95: nan},
 		Settings: map[string]string{"source": "(no ingest)", "refresh": "5m0s"}}
 	body, err := json.Marshal(o)
 	if err != nil {
@@ -350,13 +351,13 @@ func serveDashboard(t *testing.T, status func() []byte) string {
 }
 
 // hopCounts are the counts the pipeline diagram must show.
-func hopCounts(o observation) map[string]int64 {
+func hopCounts(o observe.Observation) map[string]int64 {
 	h := o.Hops
 	return map[string]int64{"source": h.SourceSeen, "broker": h.Broker, "dlq": h.DLQ, "bronze": h.Bronze,
 		"silver": h.Silver, "sessions": h.Sessions, "gold": h.Gold}
 }
 
-func checkNames(o observation) []string {
+func checkNames(o observe.Observation) []string {
 	var out []string
 	for _, c := range o.Refresh.Checks {
 		out = append(out, c.Name)

@@ -12,30 +12,8 @@ import (
 	"time"
 
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/observe"
 )
-
-// diskObs is the data directory's disk budget: what each component takes,
-// how fast the directory grows, and how long the file system's free space
-// lasts at that pace before the disk reserve stops ingest.
-type diskObs struct {
-	Dir        string      `json:"dir"`
-	Components []diskPart  `json:"components"` // broker.db, catalog.db, checkpoints, warehouse (when local), other
-	Used       int64       `json:"used_bytes"` // the whole data directory
-	FSBytes    int64       `json:"fs_bytes"`   // the file system's size
-	Free       int64       `json:"free_bytes"` // what an unprivileged writer has left on it
-	Reserve    int64       `json:"reserve_bytes"`
-	GrowthDay  jsonFloat   `json:"growth_bytes_per_day"` // over the last day (at most) of samples; null until measured (diskMinSpan)
-	DaysLeft   jsonFloat   `json:"days_left"`            // (free - reserve) / growth; null when not growing or not measured
-	MeasuredS  float64     `json:"measured_s"`           // the span the growth is taken over
-	Warning    string      `json:"warning,omitempty"`    // set when the reserve is near (see diskWarning)
-	sampledAt  time.Time   // when Components and Used were measured
-	history    []diskPoint // not reported
-}
-
-type diskPart struct {
-	Name  string `json:"name"`
-	Bytes int64  `json:"bytes"`
-}
 
 type diskPoint struct {
 	at   time.Time
@@ -58,8 +36,10 @@ type diskBudget struct {
 	reserve        int64
 	statfs         func(dir string) (total, free int64, err error) // tests replace it
 
-	mu  sync.Mutex
-	cur diskObs
+	mu        sync.Mutex
+	cur       observe.Disk
+	sampledAt time.Time   // when cur.Components and cur.Used were measured
+	history   []diskPoint // the samples growth is taken over
 }
 
 // newDiskBudget measures data directory dir; warehouse is --warehouse (a
@@ -85,41 +65,40 @@ func statfsBytes(dir string) (total, free int64, err error) {
 
 // observe returns the budget at now, walking the directory when the last
 // walk is diskEvery old. The file system's free space is read every time.
-func (b *diskBudget) observe(now time.Time) diskObs {
+func (b *diskBudget) observe(now time.Time) observe.Disk {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.cur.sampledAt.IsZero() || now.Sub(b.cur.sampledAt) >= diskEvery {
+	if b.sampledAt.IsZero() || now.Sub(b.sampledAt) >= diskEvery {
 		b.cur.Components, b.cur.Used = b.walk()
-		b.cur.sampledAt = now
-		b.cur.history = append(b.cur.history, diskPoint{at: now, used: b.cur.Used})
-		for len(b.cur.history) > 2 && now.Sub(b.cur.history[1].at) >= diskWindow {
-			b.cur.history = b.cur.history[1:]
+		b.sampledAt = now
+		b.history = append(b.history, diskPoint{at: now, used: b.cur.Used})
+		for len(b.history) > 2 && now.Sub(b.history[1].at) >= diskWindow {
+			b.history = b.history[1:]
 		}
 	}
 	o := b.cur
 	o.Dir, o.Reserve = b.dir, b.reserve
 	o.FSBytes, o.Free, _ = b.statfs(b.dir)
-	o.GrowthDay, o.DaysLeft = jsonFloat(math.NaN()), jsonFloat(math.NaN())
-	if h := o.history; len(h) >= 2 {
+	o.GrowthDay, o.DaysLeft = observe.Float(math.NaN()), observe.Float(math.NaN())
+	if h := b.history; len(h) >= 2 {
 		first, last := h[0], h[len(h)-1]
 		if span := last.at.Sub(first.at); span >= diskMinSpan {
 			o.MeasuredS = span.Seconds()
 			g := float64(last.used-first.used) / span.Hours() * 24
-			o.GrowthDay = jsonFloat(g)
+			o.GrowthDay = observe.Float(g)
 			if g > 0 {
-				o.DaysLeft = jsonFloat(float64(max(0, o.Free-o.Reserve)) / g)
+				o.DaysLeft = observe.Float(float64(max(0, o.Free-o.Reserve)) / g)
 			}
 		}
 	}
 	o.Warning = diskWarning(o)
-	o.history = nil
-	o.Components = append([]diskPart(nil), o.Components...)
+	o.Components = append([]observe.DiskPart(nil), o.Components...)
 	return o
 }
 
 // diskWarning says when the reserve is near: free space under twice the
 // reserve, or fewer than diskWarnDays left at the measured growth.
-func diskWarning(o diskObs) string {
+func diskWarning(o observe.Disk) string {
 	switch {
 	case o.FSBytes == 0:
 		return ""
@@ -133,7 +112,7 @@ func diskWarning(o diskObs) string {
 
 // walk returns the bytes each component of the data directory takes (the
 // blocks allocated, as du counts them).
-func (b *diskBudget) walk() ([]diskPart, int64) {
+func (b *diskBudget) walk() ([]observe.DiskPart, int64) {
 	sizes := map[string]int64{}
 	var total int64
 	_ = filepath.WalkDir(b.dir, func(path string, d fs.DirEntry, err error) error {
@@ -163,10 +142,10 @@ func (b *diskBudget) walk() ([]diskPart, int64) {
 			return nil
 		})
 	}
-	var parts []diskPart
+	var parts []observe.DiskPart
 	for _, name := range []string{"broker.db", "catalog.db", "checkpoints", "warehouse", "other"} {
 		if n, ok := sizes[name]; ok {
-			parts = append(parts, diskPart{Name: name, Bytes: n})
+			parts = append(parts, observe.DiskPart{Name: name, Bytes: n})
 		}
 	}
 	return parts, total

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/observe"
 )
 
 // TestDiskBudgetGrowthAndDaysLeft: the budget splits the data directory
@@ -69,7 +70,7 @@ func TestDiskBudgetGrowthAndDaysLeft(t *testing.T) {
 		t.Fatalf("days left %.2f (want about %.2f), warning %q", l, wantLeft, o.Warning)
 	}
 	h := newHealth(defaultHealthRules, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	st := h.evaluate(observation{At: t0.Add(time.Hour), Topics: []topicObs{{Name: "recentchange"}}, Disk: &o})
+	st := h.evaluate(observe.Observation{At: t0.Add(time.Hour), Topics: []observe.Topic{{Name: "recentchange"}}, Disk: &o}, noTotals)
 	if !st.Ready || len(st.Warnings) != 1 {
 		t.Fatalf("health with the disk warning: %+v; want ready with one warning", st)
 	}
@@ -113,3 +114,6 @@ func TestDiskBudgetShown(t *testing.T) {
 		return code == http.StatusOK && strings.HasPrefix(body, "ready\n") && strings.Contains(body, "warning: disk:")
 	})
 }
+
+// noTotals is health's totals for an observation without batches.
+func noTotals(string) (queryTotals, bool) { return queryTotals{}, false }

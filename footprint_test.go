@@ -189,10 +189,10 @@ func waitSilverCaughtUp(t *testing.T, ctx context.Context, p *pipeline) {
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		if p.status(ctx, stream.BronzeQuery, silver.QueryName).Drained(ingest.DefaultTopic, want) {
+		if p.observeBrief(ctx, stream.BronzeQuery, silver.QueryName).Status().Drained(ingest.DefaultTopic, want) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("bronze and silver did not catch up: %v", p.status(ctx).Lags())
+	t.Fatalf("bronze and silver did not catch up: %v", p.observeBrief(ctx).Status().Lags())
 }

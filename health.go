@@ -8,28 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"lakehouse/internal/observe"
 	"lakehouse/table"
 )
-
-// healthState is readiness as last evaluated.
-type healthState struct {
-	Ready bool `json:"ready"`
-	// Reasons say what is wrong, one line each (empty when ready).
-	Reasons []string `json:"reasons,omitempty"`
-	// Warnings say what will be wrong soon (the disk reserve near), one
-	// line each; they do not make the appliance unready.
-	Warnings []string `json:"warnings,omitempty"`
-	// Progressing is false when a query has stopped moving (an error, or
-	// input waiting and no batch): the systemd watchdog is fed only while
-	// it is true.
-	Progressing bool `json:"progressing"`
-	// IngestDown says why ingest has had no connection for
-	// DisconnectedFor (empty otherwise): /healthz is not "ok" then, since a
-	// process that cannot reach its source is not doing its job, whatever
-	// the rest does.
-	IngestDown string    `json:"ingest_down,omitempty"`
-	CheckedAt  time.Time `json:"checked_at"`
-}
 
 // healthRules are the thresholds readiness applies.
 type healthRules struct {
@@ -53,15 +34,15 @@ type health struct {
 	log   *slog.Logger
 
 	mu           sync.Mutex
-	cur          healthState
+	cur          observe.Health
 	disconnected time.Time // since when ingest has had no connection (zero: connected)
 }
 
 func newHealth(rules healthRules, log *slog.Logger) *health {
-	return &health{rules: rules, log: log, cur: healthState{Reasons: []string{"starting: not evaluated yet"}}}
+	return &health{rules: rules, log: log, cur: observe.Health{Reasons: []string{"starting: not evaluated yet"}}}
 }
 
-func (h *health) state() healthState {
+func (h *health) state() observe.Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.cur
@@ -71,8 +52,10 @@ func (h *health) state() healthState {
 }
 
 // evaluate turns an observation into readiness and stores it; it logs the
-// reasons that appeared (warning) and the return to ready (info).
-func (h *health) evaluate(o observation) healthState {
+// reasons that appeared (warning) and the return to ready (info). totals
+// gives a query's running totals, whose newest batches the trend rules
+// read (telemetry.query).
+func (h *health) evaluate(o observe.Observation, totals func(query string) (queryTotals, bool)) observe.Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var reasons []string
@@ -92,7 +75,8 @@ func (h *health) evaluate(o observation) healthState {
 		reasons = append(reasons, "catalog: its entries could not be checked: "+o.OddErr)
 	}
 	for _, q := range o.Queries {
-		r, st := h.queryReasons(q, o, now)
+		tot, _ := totals(q.Name)
+		r, st := h.queryReasons(q, &tot, o, now)
 		reasons = append(reasons, r...)
 		stalled = stalled || st
 	}
@@ -137,7 +121,7 @@ func (h *health) evaluate(o observation) healthState {
 	for _, t := range o.OddTables {
 		warnings = append(warnings, fmt.Sprintf("catalog: client table %s not served for changes: %s (drop it through REST, or with the appliance stopped: lakehouse catalog --drop %s)", t.Name, t.Reason, t.Name))
 	}
-	next := healthState{Ready: len(reasons) == 0, Reasons: reasons, Warnings: warnings, Progressing: !stalled, IngestDown: ingestDown, CheckedAt: now}
+	next := observe.Health{Ready: len(reasons) == 0, Reasons: reasons, Warnings: warnings, Progressing: !stalled, IngestDown: ingestDown, CheckedAt: now}
 	h.logChanges(h.cur, next)
 	h.cur = next
 	return next
@@ -145,7 +129,7 @@ func (h *health) evaluate(o observation) healthState {
 
 // queryReasons are what is wrong with one query; stalled reports a query
 // that is not moving at all.
-func (h *health) queryReasons(q queryObs, o observation, now time.Time) (reasons []string, stalled bool) {
+func (h *health) queryReasons(q observe.Query, tot *queryTotals, o observe.Observation, now time.Time) (reasons []string, stalled bool) {
 	name := "query " + q.Name
 	if q.Error != "" {
 		return []string{name + ": " + q.Error}, true
@@ -163,11 +147,11 @@ func (h *health) queryReasons(q queryObs, o observation, now time.Time) (reasons
 		reasons = append(reasons, fmt.Sprintf("%s stalled: %d waiting, no batch for %s", name, q.Lag, now.Sub(last).Round(time.Second)))
 		stalled = true
 	}
-	if first, last, ok := q.Totals.lagTrend(now, h.rules.GrowingFor); ok && last.lag > first.lag {
+	if first, last, ok := tot.lagTrend(now, h.rules.GrowingFor); ok && last.lag > first.lag {
 		reasons = append(reasons, fmt.Sprintf("%s falling behind: the lag left after its batches grew from %d to %d over %s",
 			name, first.lag, last.lag, last.at.Sub(first.at).Round(time.Second)))
 	}
-	if _, cand, late := q.Totals.window(now, h.rules.LateWindow); cand >= h.rules.LateMinRows && float64(late) >= h.rules.LateFraction*float64(cand) {
+	if _, cand, late := tot.window(now, h.rules.LateWindow); cand >= h.rules.LateMinRows && float64(late) >= h.rules.LateFraction*float64(cand) {
 		reasons = append(reasons, fmt.Sprintf("%s drops %d of %d rows as late (below its watermark) in the last %s", name, late, cand, h.rules.LateWindow))
 	}
 	if q.IDChanges > 0 && now.Sub(o.Started) < h.rules.IDChangeHold {
@@ -176,7 +160,7 @@ func (h *health) queryReasons(q queryObs, o observation, now time.Time) (reasons
 	return reasons, stalled
 }
 
-func (h *health) logChanges(prev, next healthState) {
+func (h *health) logChanges(prev, next observe.Health) {
 	for _, r := range next.Reasons {
 		if !slices.Contains(prev.Reasons, r) && !sameReason(prev.Reasons, r) {
 			h.log.Warn("not ready: "+r, "component", "health")
@@ -212,7 +196,7 @@ func (p *pipeline) runHealth(ctx context.Context) error {
 	t := time.NewTicker(p.health.rules.Every)
 	defer t.Stop()
 	for {
-		st := p.health.evaluate(p.observe(ctx))
+		st := p.health.evaluate(p.observe(ctx), p.tel.query)
 		if st.Progressing {
 			p.notify.watchdog()
 		}

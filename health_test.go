@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/observe"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -61,31 +62,41 @@ func TestHealthRules(t *testing.T) {
 		return q
 	}
 	now := t0.Add(125 * time.Second)
-	obs := func(qs ...queryObs) observation {
-		return observation{At: now, Started: t0.Add(-time.Hour), Topics: []topicObs{{Name: "recentchange"}}, Queries: qs}
-	}
 	rules := defaultHealthRules
 	for _, tc := range []struct {
 		name        string
-		o           observation
+		q           *observe.Query // nil: no query
+		tot         queryTotals    // q's running totals
+		refresh     *observe.Refresh
 		want        string // a reason containing this ("" : ready)
 		progressing bool
 	}{
-		{"steady", obs(queryObs{Name: "bronze", Lag: 0, Totals: batches(0, 5, 0, 3, 0, 2, 0, 0, 1, 0, 0, 4, 0)}), "", true},
-		{"growing", obs(queryObs{Name: "silver", Lag: 900, Totals: batches(10, 50, 90, 160, 220, 300, 390, 450, 520, 610, 700, 800, 900)}), "query silver falling behind", true},
-		{"catching up", obs(queryObs{Name: "silver", Lag: 10, Totals: batches(900, 800, 700, 600, 500, 400, 300, 200, 100, 50, 30, 20, 10)}), "", true},
-		{"stalled", obs(queryObs{Name: "bronze", Lag: 50, Totals: batches(0)}), "query bronze stalled", false},
-		{"error", obs(queryObs{Name: "sessions", Error: "read state: corrupt"}), "query sessions: read state: corrupt", false},
-		{"id change", obs(queryObs{Name: "bronze", IDChanges: 1, PreviousQueryID: "a", QueryID: "b", Totals: batches(0)}), "checkpoint was lost", true},
-		{"refresh failed", withRefresh(obs(), &refreshObs{RunID: "refresh-1", Err: "create DuckDB spill directory /d/tmp/duckdb: permission denied"}),
+		{"steady", &observe.Query{Name: "bronze", Lag: 0}, batches(0, 5, 0, 3, 0, 2, 0, 0, 1, 0, 0, 4, 0), nil, "", true},
+		{"growing", &observe.Query{Name: "silver", Lag: 900}, batches(10, 50, 90, 160, 220, 300, 390, 450, 520, 610, 700, 800, 900), nil, "query silver falling behind", true},
+		{"catching up", &observe.Query{Name: "silver", Lag: 10}, batches(900, 800, 700, 600, 500, 400, 300, 200, 100, 50, 30, 20, 10), nil, "", true},
+		{"stalled", &observe.Query{Name: "bronze", Lag: 50}, batches(0), nil, "query bronze stalled", false},
+		{"error", &observe.Query{Name: "sessions", Error: "read state: corrupt"}, queryTotals{}, nil, "query sessions: read state: corrupt", false},
+		{"id change", &observe.Query{Name: "bronze", IDChanges: 1, PreviousQueryID: "a", QueryID: "b"}, batches(0), nil, "checkpoint was lost", true},
+		{"refresh failed", nil, queryTotals{}, &observe.Refresh{RunID: "refresh-1", Err: "create DuckDB spill directory /d/tmp/duckdb: permission denied"},
 			"marts refresh refresh-1 failed: create DuckDB spill directory /d/tmp/duckdb: permission denied", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHealth(rules, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if tc.name == "id change" {
-				tc.o.Started = now.Add(-time.Minute)
+			o := observe.Observation{At: now, Started: t0.Add(-time.Hour), Topics: []observe.Topic{{Name: "recentchange"}}, Refresh: tc.refresh}
+			if tc.q != nil {
+				q := *tc.q
+				q.Totals = tc.tot.wire()
+				o.Queries = []observe.Query{q}
 			}
-			st := h.evaluate(tc.o)
+			if tc.name == "id change" {
+				o.Started = now.Add(-time.Minute)
+			}
+			st := h.evaluate(o, func(name string) (queryTotals, bool) {
+				if tc.q == nil || name != tc.q.Name {
+					return queryTotals{}, false
+				}
+				return tc.tot, true
+			})
 			if tc.want == "" {
 				if !st.Ready {
 					t.Errorf("got not ready: %v", st.Reasons)
@@ -99,8 +110,6 @@ func TestHealthRules(t *testing.T) {
 		})
 	}
 }
-
-func withRefresh(o observation, r *refreshObs) observation { o.Refresh = r; return o }
 
 // TestHealthzNotOKWhileIngestCannotConnect: /healthz says "ok" while ingest
 // is connected, and 503 with the reason once ingest has had no connection

@@ -74,7 +74,7 @@ func TestLargeEventsLandInSilver(t *testing.T) {
 	close(stopSampling)
 	peak := <-peakc
 	bronzeBatches := batchesRun(p, stream.BronzeQuery)
-	st := p.status(ctx, stream.BronzeQuery, silver.QueryName)
+	st := p.observeBrief(ctx, stream.BronzeQuery, silver.QueryName).Status()
 	cancel()
 	if err := <-errc; err != nil {
 		t.Fatalf("appliance: %v", err)

@@ -3,31 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"lakehouse/internal/observe"
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 )
-
-// logEntry is one warning or error the dashboard lists.
-type logEntry struct {
-	Time  time.Time `json:"time"`
-	Level string    `json:"level"`
-	Msg   string    `json:"msg"`
-	Attrs string    `json:"attrs,omitempty"`
-}
 
 // logRing keeps the newest warnings and errors logged.
 type logRing struct {
 	mu      sync.Mutex
-	entries []logEntry
+	entries []observe.LogEntry
 	next    int
 	full    bool
 }
 
-func newLogRing(n int) *logRing { return &logRing{entries: make([]logEntry, n)} }
+func newLogRing(n int) *logRing { return &logRing{entries: make([]observe.LogEntry, n)} }
 
-func (r *logRing) add(e logEntry) {
+func (r *logRing) add(e observe.LogEntry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.entries[r.next] = e
@@ -36,14 +28,14 @@ func (r *logRing) add(e logEntry) {
 }
 
 // newest returns the kept entries, newest first.
-func (r *logRing) newest() []logEntry {
+func (r *logRing) newest() []observe.LogEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := r.next
 	if r.full {
 		n = len(r.entries)
 	}
-	out := make([]logEntry, 0, n)
+	out := make([]observe.LogEntry, 0, n)
 	for i := 1; i <= n; i++ {
 		out = append(out, r.entries[(r.next-i+len(r.entries))%len(r.entries)])
 	}
@@ -80,7 +72,7 @@ func (h *ringHandler) Handle(ctx context.Context, r slog.Record) error {
 		if len(attrs) > 2000 {
 			attrs = attrs[:2000] + "…"
 		}
-		h.ring.add(logEntry{Time: r.Time, Level: r.Level.String(), Msg: r.Message, Attrs: attrs})
+		h.ring.add(observe.LogEntry{Time: r.Time, Level: r.Level.String(), Msg: r.Message, Attrs: attrs})
 	}
 	if !h.next.Enabled(ctx, r.Level) {
 		return nil

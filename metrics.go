@@ -160,11 +160,14 @@ func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(mQueryDup, float64(t.Duplicates), q.Name)
 		counter(mQueryBad, float64(t.Unparseable), q.Name)
 		counter(mQueryIDChanges, float64(q.IDChanges), q.Name)
-		ch <- prometheus.MustNewConstHistogram(mBatchDur, t.BatchDur.Count, t.BatchDur.Sum, t.BatchDur.buckets(), q.Name)
-		ch <- prometheus.MustNewConstHistogram(mCommitDur, t.CommitDur.Count, t.CommitDur.Sum, t.CommitDur.buckets(), q.Name)
+		// The histograms are the telemetry's: an observation carries
+		// only their sums.
+		h, _ := c.p.tel.query(q.Name)
+		ch <- prometheus.MustNewConstHistogram(mBatchDur, h.BatchDur.Count, h.BatchDur.Sum, h.BatchDur.buckets(), q.Name)
+		ch <- prometheus.MustNewConstHistogram(mCommitDur, h.CommitDur.Count, h.CommitDur.Sum, h.CommitDur.buckets(), q.Name)
 		if tbl, ok := sinkTables[q.Name]; ok && !t.Newest.IsZero() {
 			gauge(mFreshness, o.At.Sub(t.Newest).Seconds(), tbl)
-			ch <- prometheus.MustNewConstHistogram(mRowAge, t.Freshness.Count(), t.Freshness.Sum, latencyBuckets(&t.Freshness), tbl)
+			ch <- prometheus.MustNewConstHistogram(mRowAge, h.Freshness.Count(), h.Freshness.Sum, latencyBuckets(&h.Freshness), tbl)
 		}
 	}
 	for _, t := range o.Tables {

@@ -6,150 +6,16 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/internal/observe"
 	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/stream/sessions"
 	"lakehouse/table"
-	"lakehouse/verify"
 )
-
-// observation is the appliance's picture of itself at one moment: what the
-// dashboard (/api/status), the metrics (/metrics), readiness (/readyz) and
-// `lakehouse status` all show. It is gathered in one place, from the
-// components themselves (the broker's offsets, each query's checkpoint and
-// source, each table's current metadata) plus the telemetry the batches fed.
-type observation struct {
-	At       time.Time             `json:"at"`
-	Started  time.Time             `json:"started"`
-	Version  string                `json:"version"`
-	Health   healthState           `json:"health"`
-	Ingest   *ingestObs            `json:"ingest,omitempty"`
-	Topics   []topicObs            `json:"topics"`
-	Queries  []queryObs            `json:"queries"`
-	Tables   []tableObs            `json:"tables"`
-	Fresh    freshObs              `json:"freshness"`
-	Refresh  *refreshObs           `json:"refresh,omitempty"`
-	Log      []logEntry            `json:"log"`
-	Runtime  *verify.RuntimeStatus `json:"runtime,omitempty"`
-	Hops     hops                  `json:"hops"`
-	Disk     *diskObs              `json:"disk,omitempty"`
-	Settings map[string]string     `json:"settings"`
-	// OddTables are catalog entries the lake does not accept (a client's
-	// table under a second warehouse root, or with its metadata where the
-	// location rule refuses it): the appliance runs and serves without
-	// them; `lakehouse catalog` lists and drops them offline.
-	OddTables []table.OddTable `json:"odd_tables,omitempty"`
-	// OddErr says why the catalog's entries could not be checked.
-	OddErr string `json:"odd_tables_error,omitempty"`
-	// ObjectStore counts the requests sent to an S3 warehouse since start
-	// (absent when nothing is counted: local disk, a REST catalog).
-	ObjectStore *table.ObjectStoreRequests `json:"object_store_requests,omitempty"`
-}
-
-type ingestObs struct {
-	Seen          int64   `json:"seen"`
-	Appended      int64   `json:"appended"`
-	DLQ           int64   `json:"dead_lettered"`
-	Canary        int64   `json:"canary"`
-	Batches       int64   `json:"batches"`
-	Bytes         int64   `json:"bytes"`
-	Reconnects    int64   `json:"reconnects"`
-	Oversized     int64   `json:"oversized_frames"`
-	BadIDs        int64   `json:"bad_ids"`
-	Position      string  `json:"position"`
-	Connected     bool    `json:"connected"`
-	LastError     string  `json:"last_error,omitempty"`
-	Paused        string  `json:"paused,omitempty"`
-	RatePerSecond float64 `json:"rate_per_s"`
-}
-
-type topicObs struct {
-	Name       string                    `json:"name"`
-	Records    int64                     `json:"records"`
-	Partitions []broker.PartitionOffsets `json:"partitions"`
-}
-
-type queryObs struct {
-	Name            string        `json:"name"`
-	QueryID         string        `json:"query_id"`
-	Batch           int64         `json:"batch"`
-	Lag             int64         `json:"lag"`
-	LagSeconds      float64       `json:"lag_s"`
-	Error           string        `json:"error,omitempty"`
-	Paused          *stream.Pause `json:"paused,omitempty"`
-	IDChanges       int64         `json:"query_id_changes"`
-	PreviousQueryID string        `json:"previous_query_id,omitempty"`
-	LastBatchSecond float64       `json:"last_batch_s"`
-	LastCommitSec   float64       `json:"last_commit_s"`
-	Totals          queryTotals   `json:"totals"`
-}
-
-type tableObs struct {
-	Name string `json:"name"`
-	table.Stats
-	Error string `json:"error,omitempty"`
-}
-
-// freshObs is silver's freshness. The hour's p50 and p95 and the series
-// are the appliance's delay: commit time minus the broker's append time of
-// each record silver read (what the benchmarks' 1 s figure measures). The
-// event figures are commit (or now) minus the events' meta.dt, which also
-// holds Wikimedia's delay and, in a replay, the recording's age.
-type freshObs struct {
-	Table        string       `json:"table"`
-	HourP50      jsonFloat    `json:"hour_p50_s"`
-	HourP95      jsonFloat    `json:"hour_p95_s"`
-	EventHourP50 jsonFloat    `json:"event_hour_p50_s"`
-	NowS         jsonFloat    `json:"now_s"` // now minus the newest committed meta.dt (null: none yet)
-	Series       []freshPoint `json:"series"`
-}
-
-// jsonFloat is a float64 that encodes NaN and infinities as null.
-type jsonFloat float64
-
-func (f jsonFloat) MarshalJSON() ([]byte, error) {
-	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-		return []byte("null"), nil
-	}
-	return strconv.AppendFloat(nil, float64(f), 'f', -1, 64), nil
-}
-
-func (f *jsonFloat) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*f = jsonFloat(math.NaN())
-		return nil
-	}
-	v, err := strconv.ParseFloat(string(b), 64)
-	*f = jsonFloat(v)
-	return err
-}
-
-type refreshObs struct {
-	RunID      string           `json:"run_id"`
-	Started    time.Time        `json:"started"`
-	DurationS  float64          `json:"duration_s"`
-	Scope      string           `json:"scope"` // what it rebuilt: "full (why)" or the days that changed
-	Rows       map[string]int64 `json:"rows"`
-	Checks     []marts.Check    `json:"checks"`
-	Highlights marts.Highlights `json:"highlights"`
-	Err        string           `json:"error,omitempty"` // why the refresh could not run to its end
-}
-
-// hops are the counts along the pipeline, source to gold.
-type hops struct {
-	SourceSeen int64 `json:"source_seen"`
-	Broker     int64 `json:"broker"`
-	DLQ        int64 `json:"dlq"`
-	Bronze     int64 `json:"bronze"`
-	Silver     int64 `json:"silver"`
-	Sessions   int64 `json:"sessions"`
-	Gold       int64 `json:"gold"`
-}
 
 // observedTables are the tables an observation reports, in pipeline order.
 func observedTables() []string {
@@ -158,38 +24,29 @@ func observedTables() []string {
 	return append(out, marts.GoldTables...)
 }
 
-// observe gathers an observation. Failures of one part are reported in it
-// (a query's or table's Error), never returned.
-func (p *pipeline) observe(ctx context.Context) observation {
-	now := p.tel.now()
-	o := observation{At: now, Started: p.tel.started, Version: buildVersion(), Health: p.health.state(),
-		Log: p.tel.logs.newest(), Runtime: runtimeStatus(), Settings: p.settings()}
+// observe gathers the whole observation. Failures of one part are
+// reported in it (a topic's, query's or table's Error), never returned.
+func (p *pipeline) observe(ctx context.Context) observe.Observation {
+	o := p.observeBrief(ctx)
+	o.Brief = false
+	o.Health, o.Log, o.Settings = p.health.state(), p.tel.logs.newest(), p.settings()
 	ing, mts := p.components()
 	if ing != nil {
 		st := ing.Stats()
 		p.tel.observeSeen(st.Seen)
-		o.Ingest = &ingestObs{Seen: st.Seen, Appended: st.Appended, DLQ: st.DLQ, Canary: st.Canary, Batches: st.Batches,
+		o.Ingest = &observe.Ingest{Seen: st.Seen, Appended: st.Appended, DLQ: st.DLQ, Canary: st.Canary, Batches: st.Batches,
 			Bytes: st.Bytes, Reconnects: st.Reconnects, Oversized: st.Oversized, BadIDs: st.BadIDs, Position: st.Position,
 			Connected: st.Connected, LastError: st.LastError, Paused: st.Paused, RatePerSecond: p.tel.ingestRate()}
 		o.Hops.SourceSeen = st.Seen
 	}
-	if topics, err := p.db.Topics(ctx); err == nil {
-		for _, t := range topics {
-			offs, _ := p.db.Offsets(ctx, t.Name)
-			n, err := p.held.Count(ctx, t)
-			if err != nil {
-				n = t.Messages() // an upper bound on a sparse log
-			}
-			o.Topics = append(o.Topics, topicObs{Name: t.Name, Records: n, Partitions: offs})
-			switch t.Name {
-			case ingest.DefaultTopic:
-				o.Hops.Broker = n
-			case ingest.DefaultDLQTopic:
-				o.Hops.DLQ = n
-			}
+	for _, t := range o.Topics {
+		switch t.Name {
+		case ingest.DefaultTopic:
+			o.Hops.Broker = t.Records
+		case ingest.DefaultDLQTopic:
+			o.Hops.DLQ = t.Records
 		}
 	}
-	o.Queries = p.observeQueries(ctx, now)
 	for _, id := range observedTables() {
 		if p.lake == nil {
 			break // --role ingest
@@ -197,11 +54,11 @@ func (p *pipeline) observe(ctx context.Context) observation {
 		st, err := p.lake.Stats(ctx, id)
 		if err != nil {
 			if !errors.Is(err, table.ErrNoSuchTable) {
-				o.Tables = append(o.Tables, tableObs{Name: id, Error: err.Error()})
+				o.Tables = append(o.Tables, observe.Table{Name: id, Error: err.Error()})
 			}
 			continue
 		}
-		o.Tables = append(o.Tables, tableObs{Name: id, Stats: st})
+		o.Tables = append(o.Tables, observe.Table{Name: id, Stats: st})
 		switch {
 		case id == table.Bronze:
 			o.Hops.Bronze = st.Records
@@ -220,26 +77,67 @@ func (p *pipeline) observe(ctx context.Context) observation {
 			o.OddErr = err.Error()
 		}
 	}
-	o.ObjectStore = p.objectStoreRequests()
-	o.Fresh = p.observeFreshness(now)
+	o.Fresh = p.observeFreshness(o.At)
 	if p.disk != nil {
-		d := p.disk.observe(now)
+		d := p.disk.observe(o.At)
 		o.Disk = &d
 	}
 	if mts != nil {
 		if rep, ok := mts.LastReport(); ok {
-			o.Refresh = &refreshObs{RunID: rep.RunID, Started: rep.Started, DurationS: rep.Duration.Seconds(),
-				Scope: rep.Scope, Rows: rep.Rows, Checks: rep.Checks, Highlights: rep.Highlights, Err: rep.Err}
+			o.Refresh = refreshOf(rep)
 		}
 	}
 	return o
 }
 
-func (p *pipeline) observeQueries(ctx context.Context, now time.Time) []queryObs {
+// observeBrief gathers the part of an observation /status projects: the
+// broker's topics, the queries (only the named ones, if any: each query's
+// lag reads its source, for silver and sessions table metadata), the Go
+// runtime and the object store's requests.
+func (p *pipeline) observeBrief(ctx context.Context, only ...string) observe.Observation {
+	now := p.tel.now()
+	o := observe.Observation{At: now, Started: p.tel.started, Version: buildVersion(), Brief: true,
+		Runtime: observe.ReadRuntime(), ObjectStore: p.objectStoreRequests()}
+	if topics, err := p.db.Topics(ctx); err == nil {
+		for _, t := range topics {
+			offs, _ := p.db.Offsets(ctx, t.Name)
+			ot := observe.Topic{Name: t.Name, Partitions: offs}
+			n, err := p.held.Count(ctx, t)
+			switch {
+			case err != nil:
+				ot.Records, ot.Error = t.Messages(), err.Error() // an upper bound on a sparse log
+			case broker.IsSparse(p.db):
+				ot.Records, ot.Appended = n, n // Kafka does not say what it trimmed
+			default:
+				ot.Records, ot.Appended = n, t.Stored() // held plus trimmed: dense offsets only
+			}
+			o.Topics = append(o.Topics, ot)
+		}
+	}
+	o.Queries = p.observeQueries(ctx, now, only)
+	return o
+}
+
+// refreshOf is a marts report as an observation shows it.
+func refreshOf(rep marts.Report) *observe.Refresh {
+	r := &observe.Refresh{RunID: rep.RunID, Started: rep.Started, DurationS: rep.Duration.Seconds(), Scope: rep.Scope,
+		Rows: rep.Rows, Err: rep.Err, Highlights: observe.Highlights{Headline: rep.Highlights.Headline}}
+	for _, c := range rep.Checks {
+		r.Checks = append(r.Checks, observe.Check(c))
+	}
+	for _, l := range rep.Highlights.Lists {
+		r.Highlights.Lists = append(r.Highlights.Lists, observe.HighlightList(l))
+	}
+	return r
+}
+
+func (p *pipeline) observeQueries(ctx context.Context, now time.Time, only []string) []observe.Query {
 	p.mu.Lock()
 	names := make([]string, 0, len(p.queries))
 	for n := range p.queries {
-		names = append(names, n)
+		if len(only) == 0 || slices.Contains(only, n) {
+			names = append(names, n)
+		}
 	}
 	p.mu.Unlock()
 	sort.Slice(names, func(i, j int) bool {
@@ -248,15 +146,15 @@ func (p *pipeline) observeQueries(ctx context.Context, now time.Time) []queryObs
 		}
 		return names[i] < names[j]
 	})
-	var out []queryObs
+	var out []observe.Query
 	for _, n := range names {
 		p.mu.Lock()
 		q := p.queries[n]
 		p.mu.Unlock()
-		qo := queryObs{Name: n, QueryID: q.QueryID(), Batch: -1}
+		qo := observe.Query{Name: n, QueryID: q.QueryID(), Batch: -1}
 		qo.IDChanges, qo.PreviousQueryID = q.IDChange()
 		if pause, ok := q.Paused(); ok {
-			qo.Paused = &pause
+			qo.Paused = &observe.Pause{Since: pause.Since, Attempts: pause.Attempts, Err: pause.Err, Next: pause.Next}
 		}
 		if lag, batch, err := q.CurrentLag(ctx); err != nil {
 			qo.Error = err.Error()
@@ -264,7 +162,7 @@ func (p *pipeline) observeQueries(ctx context.Context, now time.Time) []queryObs
 			qo.Lag, qo.Batch = lag, batch
 		}
 		if t, ok := p.tel.query(n); ok {
-			qo.Totals = t
+			qo.Totals = t.wire()
 			qo.LastBatchSecond, qo.LastCommitSec = t.Last.Total.Seconds(), t.Last.Commit.Seconds()
 			if qo.Lag > 0 {
 				since := t.CaughtUpAt
@@ -297,12 +195,12 @@ func queryOrder(name string) int {
 	return 4
 }
 
-func (p *pipeline) observeFreshness(now time.Time) freshObs {
+func (p *pipeline) observeFreshness(now time.Time) observe.Freshness {
 	series, intake, event := p.tel.freshSeries()
-	f := freshObs{Table: table.SilverEdits, NowS: jsonFloat(math.NaN()), HourP50: jsonFloat(intake.Quantile(0.5)),
-		HourP95: jsonFloat(intake.Quantile(0.95)), EventHourP50: jsonFloat(event.Quantile(0.5)), Series: series}
+	f := observe.Freshness{Table: table.SilverEdits, NowS: observe.Float(math.NaN()), HourP50: observe.Float(intake.Quantile(0.5)),
+		HourP95: observe.Float(intake.Quantile(0.95)), EventHourP50: observe.Float(event.Quantile(0.5)), Series: series}
 	if t, ok := p.tel.query(freshQuery); ok && !t.Newest.IsZero() {
-		f.NowS = jsonFloat(now.Sub(t.Newest).Seconds())
+		f.NowS = observe.Float(now.Sub(t.Newest).Seconds())
 	}
 	return f
 }

@@ -18,6 +18,7 @@ import (
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/fault"
+	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/stream"
 	"lakehouse/table"
@@ -85,7 +86,7 @@ func TestFullDiskPausesAndResumes(t *testing.T) {
 			fault.Disarm() // space is back
 			c := src.Counts()
 			waitFor(t, pauseBound, "the pipeline to drain after the pause", func() bool {
-				return a.p.status(context.Background()).Drained(ingest.DefaultTopic, c.OnTime)
+				return a.p.observeBrief(context.Background()).Status().Drained(ingest.DefaultTopic, c.OnTime)
 			})
 			waitFor(t, pauseBound, "the pause to end and /readyz to be 200", func() bool {
 				code, _ := a.get(t, "/readyz")
@@ -114,7 +115,7 @@ func (a *testAppliance) alive(t *testing.T) {
 }
 
 // pausedReason is what the observation says about who's pause ("": none).
-func pausedReason(o observation, who string) string {
+func pausedReason(o observe.Observation, who string) string {
 	if who == "ingest" {
 		if o.Ingest != nil {
 			return o.Ingest.Paused

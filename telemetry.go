@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"lakehouse/internal/observe"
 	"lakehouse/stream"
 )
 
@@ -118,6 +119,13 @@ func (t *telemetry) query(name string) (queryTotals, bool) {
 	return *q, true
 }
 
+// wire is the totals as an observation shows them.
+func (q *queryTotals) wire() observe.Totals {
+	return observe.Totals{Batches: q.Batches, RowsIn: q.RowsIn, RowsOut: q.RowsOut, Skipped: q.Skipped, Late: q.Late,
+		Duplicates: q.Duplicates, Unparseable: q.Unparseable, LastAt: q.LastAt, CaughtUpAt: q.CaughtUpAt, Newest: q.Newest,
+		BatchSeconds: q.BatchDur.Sum, CommitSeconds: q.CommitDur.Sum}
+}
+
 // window sums a query's batches that ended within d of now: their
 // candidate rows (input it did not skip) and the rows it dropped as late.
 func (q *queryTotals) window(now time.Time, d time.Duration) (batches int, candidates, late int64) {
@@ -216,25 +224,13 @@ func (r *freshRing) add(now time.Time, intake, event *stream.Histogram) {
 	slot.event.Add(event)
 }
 
-// freshPoint is one minute of the freshness chart: p50 and p95 of the
-// appliance's delay over the records silver read, and the p50 of the
-// events' age over the rows it committed.
-type freshPoint struct {
-	Minute   time.Time `json:"minute"`
-	Records  uint64    `json:"records"` // bronze records silver read
-	Rows     uint64    `json:"rows"`    // silver rows committed
-	P50      float64   `json:"p50_s"`
-	P95      float64   `json:"p95_s"`
-	EventP50 jsonFloat `json:"event_p50_s"` // null: no silver row that minute
-}
-
 // freshSeries returns the minutes of the last hour that saw records,
 // oldest first, and the histograms of the whole hour (intake, event).
-func (t *telemetry) freshSeries() ([]freshPoint, stream.Histogram, stream.Histogram) {
+func (t *telemetry) freshSeries() ([]observe.FreshPoint, stream.Histogram, stream.Histogram) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	var out []freshPoint
+	var out []observe.FreshPoint
 	var intake, event stream.Histogram
 	for i := 59; i >= 0; i-- {
 		m := now.Truncate(time.Minute).Add(-time.Duration(i) * time.Minute)
@@ -244,8 +240,8 @@ func (t *telemetry) freshSeries() ([]freshPoint, stream.Histogram, stream.Histog
 		}
 		intake.Add(&slot.intake)
 		event.Add(&slot.event)
-		out = append(out, freshPoint{Minute: m, Records: slot.intake.Count(), Rows: slot.event.Count(),
-			P50: slot.intake.Quantile(0.5), P95: slot.intake.Quantile(0.95), EventP50: jsonFloat(slot.event.Quantile(0.5))})
+		out = append(out, observe.FreshPoint{Minute: m, Records: slot.intake.Count(), Rows: slot.event.Count(),
+			P50: slot.intake.Quantile(0.5), P95: slot.intake.Quantile(0.95), EventP50: observe.Float(slot.event.Quantile(0.5))})
 	}
 	return out, intake, event
 }

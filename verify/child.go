@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lakehouse/internal/observe"
 	"os"
 	"os/exec"
 	"strings"
@@ -51,7 +52,7 @@ func startChild(ctx context.Context, cmd *exec.Cmd, logPath string) (*child, err
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(f, line)
-			if rest, ok := strings.CutPrefix(line, StatusLinePrefix); ok {
+			if rest, ok := strings.CutPrefix(line, observe.LinePrefix); ok {
 				select {
 				case addr <- strings.TrimSpace(rest):
 				default:

@@ -15,6 +15,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
@@ -565,7 +566,7 @@ func killAt(ctx context.Context, c *child, target int64, timeout time.Duration, 
 			}
 			return nil
 		}
-		if st, err := fetchStatus(ctx, c.base, "bronze"); err == nil {
+		if st, err := observe.FetchStatus(ctx, c.base, "bronze"); err == nil {
 			if q, ok := st.Queries["bronze"]; ok && q.Batch >= 0 {
 				bar.Set(st.Topics[DefaultTopic] - q.Lag)
 			}
@@ -606,7 +607,7 @@ func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duratio
 		if done, err := c.exited(); done {
 			return fmt.Errorf("appliance exited while draining (%v); see %s", err, c.log.Name())
 		}
-		st, err := fetchStatus(ctx, c.base)
+		st, err := observe.FetchStatus(ctx, c.base)
 		if err == nil {
 			bar.SetNote(drainNote(st, want))
 			if st.Drained(DefaultTopic, want) {

@@ -18,6 +18,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
@@ -195,11 +196,11 @@ type SoakSample struct {
 	StatusOK  bool             `json:"status_ok"`
 	Broker    int64            `json:"broker_messages"`
 	DLQ       int64            `json:"dlq_messages"`
-	Runtime   RuntimeStatus    `json:"runtime"`
+	Runtime   observe.Runtime  `json:"runtime"`
 	Lags      map[string]int64 `json:"lags,omitempty"`
 	QueryErrs []string         `json:"query_errors,omitempty"`
 	// Queries' batch counts and duration sums since the appliance started.
-	Batches map[string]QueryStatus `json:"batches,omitempty"`
+	Batches map[string]observe.QueryStatus `json:"batches,omitempty"`
 	// ObjectStore is the requests the appliance sent to its S3 warehouse
 	// since it started (nil on local disk).
 	ObjectStore *table.ObjectStoreRequests `json:"object_store_requests,omitempty"`

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"lakehouse/internal/observe"
 	"slices"
 	"strings"
 )
@@ -39,14 +40,14 @@ func querySummaries(feeding []SoakSample, half float64) []SoakQuerySummary {
 	if !found || mid.Batches == nil {
 		return nil
 	}
-	mean := func(a, b QueryStatus, sum func(QueryStatus) float64) float64 {
+	mean := func(a, b observe.QueryStatus, sum func(observe.QueryStatus) float64) float64 {
 		if n := b.Batches - a.Batches; n > 0 {
 			return (sum(b) - sum(a)) / float64(n) * 1000
 		}
 		return 0
 	}
-	batch := func(q QueryStatus) float64 { return q.BatchSeconds }
-	commit := func(q QueryStatus) float64 { return q.CommitSeconds }
+	batch := func(q observe.QueryStatus) float64 { return q.BatchSeconds }
+	commit := func(q observe.QueryStatus) float64 { return q.CommitSeconds }
 	var out []SoakQuerySummary
 	for name, e := range end.Batches {
 		a, m := start.Batches[name], mid.Batches[name]

@@ -11,6 +11,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
@@ -117,7 +118,7 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 				s.bar = s.cfg.Progress.Start(progress.Task{Label: "soak: drain", Total: progress.Unknown})
 			}
 		case <-poll:
-			st, err := fetchStatus(ctx, s.c.base)
+			st, err := observe.FetchStatus(ctx, s.c.base)
 			if err == nil {
 				s.bar.SetNote(drainNote(st, counts.OnTime))
 			}
@@ -199,7 +200,7 @@ func (s *sampler) sampleProc(smp *SoakSample, now time.Time, errf func(string, .
 // sampleStatus reads the child's /status: broker counts, Go runtime, each
 // query's lag, batches and error.
 func (s *sampler) sampleStatus(ctx context.Context, smp *SoakSample, errf func(string, ...any)) {
-	st, err := fetchStatus(ctx, s.c.base)
+	st, err := observe.FetchStatus(ctx, s.c.base)
 	if err != nil {
 		errf("status: %v", err)
 		return
@@ -210,10 +211,10 @@ func (s *sampler) sampleStatus(ctx context.Context, smp *SoakSample, errf func(s
 	if st.Runtime != nil {
 		smp.Runtime = *st.Runtime
 	}
-	smp.Lags, smp.Batches = map[string]int64{}, map[string]QueryStatus{}
+	smp.Lags, smp.Batches = map[string]int64{}, map[string]observe.QueryStatus{}
 	for n, q := range st.Queries {
 		smp.Lags[n] = q.Lag
-		smp.Batches[n] = QueryStatus{Batches: q.Batches, BatchSeconds: q.BatchSeconds, CommitSeconds: q.CommitSeconds}
+		smp.Batches[n] = observe.QueryStatus{Batches: q.Batches, BatchSeconds: q.BatchSeconds, CommitSeconds: q.CommitSeconds}
 		if q.Error != "" {
 			smp.QueryErrs = append(smp.QueryErrs, n+": "+q.Error)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/observe"
 	"lakehouse/table"
 )
 
@@ -163,7 +164,7 @@ func TestSummarize(t *testing.T) {
 		res.Samples = append(res.Samples, SoakSample{
 			Elapsed: el, Feeding: true, StatusOK: true, Sent: int64(el * 35),
 			RSSBytes: rss, AnonBytes: rss / 2,
-			Runtime: RuntimeStatus{HeapInUseBytes: uint64((100 + el/hour*12) * mib), LiveHeapBytes: 50 << 20, Goroutines: uint64(30 + i%3),
+			Runtime: observe.Runtime{HeapInUseBytes: uint64((100 + el/hour*12) * mib), LiveHeapBytes: 50 << 20, Goroutines: uint64(30 + i%3),
 				HeldBytes: uint64((20 + el/hour*8) * mib)},
 			CPUSeconds: 2 + el*0.25, // a quarter of a core
 			WriteBytes: 1<<20 + int64(el*1000), DataDirBytes: int64(el * 500),
@@ -237,7 +238,7 @@ func TestParseStatCPU(t *testing.T) {
 func TestQuerySummaries(t *testing.T) {
 	smp := func(el float64, n int64, batch, commit float64) SoakSample {
 		return SoakSample{Elapsed: el, Feeding: true, StatusOK: true,
-			Batches: map[string]QueryStatus{"bronze": {Batches: n, BatchSeconds: batch, CommitSeconds: commit}}}
+			Batches: map[string]observe.QueryStatus{"bronze": {Batches: n, BatchSeconds: batch, CommitSeconds: commit}}}
 	}
 	got := querySummaries([]SoakSample{smp(10, 10, 0.1, 0.05), smp(50, 50, 0.5, 0.25), smp(90, 90, 1.3, 0.65)}, 50)
 	if len(got) != 1 {

@@ -390,38 +390,6 @@ func TestVerifyPendingIsNotMissing(t *testing.T) {
 	}
 }
 
-func TestStatusDrained(t *testing.T) {
-	st := Status{Topics: map[string]int64{DefaultTopic: 10}, Queries: map[string]QueryStatus{
-		"bronze": {Batch: 3, Lag: 0}, "silver": {Batch: 2, Lag: 0},
-	}}
-	if !st.Drained(DefaultTopic, 10) {
-		t.Fatal("all queries at lag 0 with every message: want drained")
-	}
-	if st.Drained(DefaultTopic, 11) {
-		t.Fatal("topic short of want: want not drained")
-	}
-	st.Queries["silver"] = QueryStatus{Batch: 2, Lag: 5}
-	if st.Drained(DefaultTopic, 10) {
-		t.Fatal("silver lagging: want not drained")
-	}
-	st.Queries["silver"] = QueryStatus{Error: "boom"}
-	if st.Drained(DefaultTopic, 10) {
-		t.Fatal("a query in error: want not drained")
-	}
-	if (Status{Topics: map[string]int64{DefaultTopic: 10}}).Drained(DefaultTopic, 10) {
-		t.Fatal("no queries: want not drained")
-	}
-	// Retention trimmed 6 of 10: the broker holds 4 but stored all 10.
-	trimmed := Status{Topics: map[string]int64{DefaultTopic: 4}, Appended: map[string]int64{DefaultTopic: 10},
-		Queries: map[string]QueryStatus{"bronze": {Batch: 3}}}
-	if !trimmed.Drained(DefaultTopic, 10) || trimmed.Drained(DefaultTopic, 11) {
-		t.Fatal("with Appended: want drained at 10 stored messages, not at 11, whatever retention trimmed")
-	}
-	if got := (Status{Queries: map[string]QueryStatus{"b": {Batch: 1, Lag: 2}, "a": {Batch: 0}}}).Lags(); got != "a batch 0 lag 0, b batch 1 lag 2" {
-		t.Fatalf("Lags: got %q", got)
-	}
-}
-
 // TestVerifyBesideACommittingAppliance: beside a running appliance, bronze
 // and silver commit while verify reads. A silver batch that lands between
 // verify's read of silver's position and of silver's rows (hook

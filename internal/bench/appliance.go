@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"lakehouse/broker"
+	"lakehouse/internal/observe"
 	"lakehouse/table"
-	"lakehouse/verify"
 )
 
 // Appliance is the whole appliance a phase runs and measures: package
@@ -15,7 +15,7 @@ type Appliance interface {
 	// Run runs the appliance until ctx ends.
 	Run(ctx context.Context) error
 	// Status is the broker's counts and the named queries' lags.
-	Status(ctx context.Context, queries ...string) verify.Status
+	Status(ctx context.Context, queries ...string) observe.Status
 	Lake() *table.Lake
 	Broker() broker.Log
 	Close() error

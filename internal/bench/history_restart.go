@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"lakehouse/internal/observe"
 	"strings"
 	"time"
 )
@@ -73,28 +74,9 @@ type OpsRun struct {
 	Error   string  `json:"error,omitempty"`
 }
 
-// apiStatus is the part of /api/status the benchmark reads.
-type apiStatus struct {
-	Refresh *struct {
-		RunID     string    `json:"run_id"`
-		Started   time.Time `json:"started"`
-		DurationS float64   `json:"duration_s"`
-		Scope     string    `json:"scope"`
-		Checks    []struct {
-			Name      string
-			Passed    bool
-			Message   string
-			CheckedAt time.Time
-		} `json:"checks"`
-	} `json:"refresh"`
-	Ingest *struct {
-		Appended int64 `json:"appended"`
-	} `json:"ingest"`
-}
-
-// refreshRun turns the status's refresh into a RefreshRun (nil: none yet).
-func (a apiStatus) refreshRun(started time.Time) *RefreshRun {
-	r := a.Refresh
+// refreshRun turns the observation's refresh into a RefreshRun (nil: none yet).
+func refreshRun(o observe.Observation, started time.Time) *RefreshRun {
+	r := o.Refresh
 	if r == nil || r.RunID == "" {
 		return nil
 	}
@@ -150,9 +132,9 @@ func measureRestart(ctx context.Context, cfg HistoryConfig, lake, logPath string
 		soon := code == 200 && (latest == nil || !latest.Passed) && time.Since(lastStatus) >= statusEvery/4
 		if time.Since(lastStatus) >= statusEvery || soon {
 			lastStatus = time.Now()
-			var st apiStatus
-			if _, err := svc.getJSON(ctx, "/api/status", &st); err == nil {
-				if r := st.refreshRun(svc.start); r != nil && (latest == nil || r.RunID != latest.RunID) {
+			var st observe.Observation
+			if _, err := svc.getJSON(ctx, observe.ObservationPath, &st); err == nil {
+				if r := refreshRun(st, svc.start); r != nil && (latest == nil || r.RunID != latest.RunID) {
 					latest = r
 					res.Refreshes++
 					if res.FirstRefresh == nil {

@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"lakehouse/internal/observe"
 	"lakehouse/internal/procmem"
-	"lakehouse/verify"
 )
 
 // sampleEvery is how often a service's /proc figures are sampled.
@@ -74,7 +74,7 @@ func startService(ctx context.Context, cmd *exec.Cmd, logPath string, wait time.
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(f, line)
-			if rest, ok := strings.CutPrefix(line, verify.StatusLinePrefix); ok {
+			if rest, ok := strings.CutPrefix(line, observe.LinePrefix); ok {
 				select {
 				case addr <- strings.TrimSpace(rest):
 				default:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/observe"
 )
 
 // steadySeed seeds the steady phase's replay: other event ids than the
@@ -97,13 +98,13 @@ func measureSteady(ctx context.Context, cfg HistoryConfig, lake, logPath string,
 			res.Err = fmt.Sprintf("%d of %d refreshes ended within the wait; see %s", len(res.Refreshes), 1+cfg.SteadyRefreshes, logPath)
 			break
 		}
-		var st apiStatus
-		if _, err := svc.getJSON(ctx, "/api/status", &st); err == nil {
+		var st observe.Observation
+		if _, err := svc.getJSON(ctx, observe.ObservationPath, &st); err == nil {
 			if st.Ingest != nil {
 				res.Appended = st.Ingest.Appended
 				polls = append(polls, appendedAt{svc.elapsed(), st.Ingest.Appended})
 			}
-			r := st.refreshRun(svc.start)
+			r := refreshRun(st, svc.start)
 			if r != nil && r.RunID != lastRun {
 				lastRun = r.RunID
 				switch {

@@ -1,15 +1,15 @@
-package main
+package observe
 
 import (
 	"runtime"
 	"testing"
 )
 
-// TestRuntimeStatus: the runtime section of /status is filled from
+// TestReadRuntime: the runtime section of /status is filled from
 // runtime/metrics (each figure non-zero in a running process after a GC).
-func TestRuntimeStatus(t *testing.T) {
+func TestReadRuntime(t *testing.T) {
 	runtime.GC()
-	rs := runtimeStatus()
+	rs := ReadRuntime()
 	if rs.HeapInUseBytes == 0 || rs.HeapObjects == 0 || rs.LiveHeapBytes == 0 || rs.GCCycles == 0 || rs.Goroutines == 0 {
 		t.Fatalf("runtime status has a zero figure: %+v", rs)
 	}
