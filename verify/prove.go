@@ -13,8 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"lakehouse/broker"
+	"lakehouse/broker/kafka"
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/launch"
 	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
@@ -242,7 +245,7 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 	if cfg.IngestKills > 0 && !cfg.Kafka {
 		return res, errors.New("ingest kills need Kafka (the ingest role runs on a shared broker)")
 	}
-	if err := freshDir(cfg.DataDir); err != nil {
+	if err := launch.FreshDir(cfg.DataDir); err != nil {
 		return res, err
 	}
 	rng := rand.New(rand.NewSource(cfg.Seed))
@@ -265,7 +268,7 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		fmt.Fprintf(cfg.Out, "prove: tables in the Iceberg REST catalog at %s\n", uri)
 	}
 	if cfg.Kafka {
-		uri, stop, err := startKafka()
+		uri, stop, err := launch.StartKafka()
 		if err != nil {
 			return res, err
 		}
@@ -274,14 +277,14 @@ func Prove(ctx context.Context, cfg ProveConfig) (ProveResult, error) {
 		fmt.Fprintf(cfg.Out, "prove: broker: Kafka (kfake) at %s\n", uri)
 	}
 	if cfg.S3 {
-		endpoint, stop, err := startS3()
+		endpoint, stop, err := launch.StartS3()
 		if err != nil {
 			return res, err
 		}
 		defer stop()
-		lakeCfg.Warehouse = "s3://" + proveBucket + "/warehouse"
-		lakeCfg.S3 = s3Config(endpoint)
-		cfg.env = s3Env(endpoint)
+		lakeCfg.Warehouse = "s3://" + launch.Bucket + "/warehouse"
+		lakeCfg.S3 = launch.S3Config(endpoint)
+		cfg.env = launch.S3Env(endpoint)
 		fmt.Fprintf(cfg.Out, "prove: warehouse %s on S3 (gofakes3) at %s\n", lakeCfg.Warehouse, endpoint)
 	}
 	cfg.lake = lakeCfg
@@ -425,7 +428,7 @@ func proveKill(ctx context.Context, cfg ProveConfig, res *ProveResult, args []st
 	if hook == "" && target > 0 {
 		env = append(env, fmt.Sprintf("%s=%d", KillAtBronzeEnv, res.offsetsAt(target)))
 	}
-	c, err := launch(ctx, cfg, args, env, k)
+	c, err := startRun(ctx, cfg, args, env, k)
 	if err != nil {
 		return err
 	}
@@ -434,8 +437,8 @@ func proveKill(ctx context.Context, cfg ProveConfig, res *ProveResult, args []st
 		if err := waitExit(ctx, c, cfg.DrainTimeout); err != nil {
 			return err
 		}
-		if !c.sawFault(hook) {
-			return fmt.Errorf("%w: fault hook %s did not fire (see %s)", ErrInconclusive, hook, c.log.Name())
+		if !c.SawFault(hook) {
+			return fmt.Errorf("%w: fault hook %s did not fire (see %s)", ErrInconclusive, hook, c.LogPath())
 		}
 		res.Hook = hook
 	} else {
@@ -447,8 +450,8 @@ func proveKill(ctx context.Context, cfg ProveConfig, res *ProveResult, args []st
 			return err
 		}
 	}
-	if !c.killedBySignal() {
-		return fmt.Errorf("%w: run %d ended without SIGKILL (%v)", ErrInconclusive, k+1, c.waitErr)
+	if !c.KilledBySignal() {
+		return fmt.Errorf("%w: run %d ended without SIGKILL (%v)", ErrInconclusive, k+1, c.Wait())
 	}
 	rows, err := bronzeRows(ctx, cfg.lake)
 	if err != nil {
@@ -482,7 +485,7 @@ func killCount(cfg ProveConfig) int {
 // loss, that the restarted appliance reported it).
 func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *replay.Server, args []string) error {
 	run := killCount(cfg) + 1
-	c, err := launch(ctx, cfg, args, nil, run-1)
+	c, err := startRun(ctx, cfg, args, nil, run-1)
 	if err != nil {
 		return err
 	}
@@ -505,10 +508,10 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 	err = waitDrained(ctx, c, res.Expect.Messages, cfg.DrainTimeout, bar)
 	bar.Finish()
 	if err != nil {
-		c.kill()
+		c.Kill()
 		return err
 	}
-	if err := c.stop(time.Minute); err != nil {
+	if err := c.Stop(time.Minute); err != nil {
 		return err
 	}
 	res.Report, err = verifyDir(ctx, cfg.lake, cfg.brokerURL, res.Expect, cfg.Progress)
@@ -525,11 +528,11 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 	if err == nil && cfg.CheckpointLoss {
 		// The lost checkpoint must not pass silently: the restarted
 		// appliance reports the query-id change of bronze.
-		logText, rerr := os.ReadFile(c.log.Name())
+		logText, rerr := os.ReadFile(c.LogPath())
 		reported := rerr == nil && strings.Contains(string(logText), "STREAM QUERY ID CHANGED") &&
 			strings.Contains(string(logText), "query=bronze")
 		res.Report.Checks = append(res.Report.Checks, Check{Name: "checkpoint-loss-reported", OK: reported,
-			Detail: "the restarted appliance logs the bronze query-id change (" + c.log.Name() + ")"})
+			Detail: "the restarted appliance logs the bronze query-id change (" + c.LogPath() + ")"})
 		if !reported {
 			err = fmt.Errorf("%w: checkpoint-loss-reported", ErrFailed)
 		}
@@ -538,61 +541,59 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 	return err
 }
 
-func launch(ctx context.Context, cfg ProveConfig, args, env []string, run int) (*child, error) {
+func startRun(ctx context.Context, cfg ProveConfig, args, env []string, run int) (*launch.Child, error) {
 	return launchLog(ctx, cfg, args, env, fmt.Sprintf("prove-run-%d.log", run+1))
 }
 
 // launchLog starts the appliance with its output in DataDir/name.
-func launchLog(ctx context.Context, cfg ProveConfig, args, env []string, name string) (*child, error) {
+func launchLog(ctx context.Context, cfg ProveConfig, args, env []string, name string) (*launch.Child, error) {
 	cmd := cfg.Launch(args)
 	cmd.Env = append(append(append(os.Environ(), cfg.env...), env...), cmd.Env...)
-	return startChild(ctx, cmd, filepath.Join(cfg.DataDir, name))
+	return launch.Start(ctx, cmd, filepath.Join(cfg.DataDir, name), 2*time.Minute)
 }
 
 // killAt waits for the child to SIGKILL itself at target committed bronze
 // offsets (KillAtBronzeEnv; target 0: the parent kills it at once, before
 // any commit). bar shows the events committed, from the status.
-func killAt(ctx context.Context, c *child, target int64, timeout time.Duration, bar *progress.Reporter) error {
+func killAt(ctx context.Context, c *launch.Child, target int64, timeout time.Duration, bar *progress.Reporter) error {
 	if target == 0 {
-		c.kill()
+		c.Kill()
 		return nil
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if done, err := c.exited(); done {
-			c.log.Close()
-			if !c.killedBySignal() || !c.sawFault(KillAtBronzeHook) {
-				return fmt.Errorf("appliance exited before the kill (%v); see %s", err, c.log.Name())
+		if done, err := c.Exited(); done {
+			if !c.KilledBySignal() || !c.SawFault(KillAtBronzeHook) {
+				return fmt.Errorf("appliance exited before the kill (%v); see %s", err, c.LogPath())
 			}
 			return nil
 		}
-		if st, err := observe.FetchStatus(ctx, c.base, "bronze"); err == nil {
+		if st, err := observe.FetchStatus(ctx, c.Base, "bronze"); err == nil {
 			if q, ok := st.Queries["bronze"]; ok && q.Batch >= 0 {
 				bar.Set(st.Topics[DefaultTopic] - q.Lag)
 			}
 		}
 		select {
 		case <-ctx.Done():
-			c.kill()
+			c.Kill()
 			return ctx.Err()
-		case <-c.done:
+		case <-c.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	c.kill()
-	return fmt.Errorf("bronze did not reach %d events within %s; see %s", target, timeout, c.log.Name())
+	c.Kill()
+	return fmt.Errorf("bronze did not reach %d events within %s; see %s", target, timeout, c.LogPath())
 }
 
-func waitExit(ctx context.Context, c *child, timeout time.Duration) error {
+func waitExit(ctx context.Context, c *launch.Child, timeout time.Duration) error {
 	select {
-	case <-c.done:
-		c.log.Close()
+	case <-c.Done():
 		return nil
 	case <-time.After(timeout):
-		c.kill()
+		c.Kill()
 		return fmt.Errorf("%w: the armed fault hook did not kill the appliance within %s", ErrInconclusive, timeout)
 	case <-ctx.Done():
-		c.kill()
+		c.Kill()
 		return ctx.Err()
 	}
 }
@@ -600,14 +601,14 @@ func waitExit(ctx context.Context, c *child, timeout time.Duration) error {
 // waitDrained polls until the broker holds want messages and every
 // streaming query has no lag, twice in a row. bar shows every query's lag
 // and the broker's count.
-func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duration, bar *progress.Reporter) error {
+func waitDrained(ctx context.Context, c *launch.Child, want int64, timeout time.Duration, bar *progress.Reporter) error {
 	deadline := time.Now().Add(timeout)
 	stable := 0
 	for time.Now().Before(deadline) {
-		if done, err := c.exited(); done {
-			return fmt.Errorf("appliance exited while draining (%v); see %s", err, c.log.Name())
+		if done, err := c.Exited(); done {
+			return fmt.Errorf("appliance exited while draining (%v); see %s", err, c.LogPath())
 		}
-		st, err := observe.FetchStatus(ctx, c.base)
+		st, err := observe.FetchStatus(ctx, c.Base)
 		if err == nil {
 			bar.SetNote(drainNote(st, want))
 			if st.Drained(DefaultTopic, want) {
@@ -625,7 +626,21 @@ func waitDrained(ctx context.Context, c *child, want int64, timeout time.Duratio
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("pipeline did not drain within %s; see %s", timeout, c.log.Name())
+	return fmt.Errorf("pipeline did not drain within %s; see %s", timeout, c.LogPath())
+}
+
+// openBroker opens the broker a prove run's appliance used: its data
+// directory's broker.db, or the Kafka cluster at url.
+func openBroker(ctx context.Context, dir, url string) (broker.Log, error) {
+	if url == "" {
+		return broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
+	}
+	cfg, err := kafka.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ReadOnly = true // registers no producer: fences nobody
+	return kafka.Open(ctx, cfg)
 }
 
 // verifyDir opens the broker (broker.db, or the Kafka cluster at
@@ -664,15 +679,4 @@ func bronzeRows(ctx context.Context, lakeCfg table.Config) (int64, error) {
 		n += r.NumRows()
 	}
 	return n, nil
-}
-
-func freshDir(dir string) error {
-	if dir == "" {
-		return errors.New("no data directory")
-	}
-	entries, err := os.ReadDir(dir)
-	if err == nil && len(entries) > 0 {
-		return fmt.Errorf("data directory %s is not empty (prove needs a fresh one)", dir)
-	}
-	return os.MkdirAll(dir, 0o755)
 }

@@ -34,8 +34,8 @@ func proveIngestKills(ctx context.Context, cfg ProveConfig, res *ProveResult, ar
 		if err := waitExit(ctx, c, cfg.DrainTimeout); err != nil {
 			return err
 		}
-		if !c.sawFault(hook) || !c.killedBySignal() {
-			return fmt.Errorf("%w: ingest run %d did not die at fault hook %s (%v); see %s", ErrInconclusive, k+1, hook, c.waitErr, c.log.Name())
+		if !c.SawFault(hook) || !c.KilledBySignal() {
+			return fmt.Errorf("%w: ingest run %d did not die at fault hook %s (%v); see %s", ErrInconclusive, k+1, hook, c.Wait(), c.LogPath())
 		}
 	}
 	fmt.Fprintf(cfg.Out, "prove: ingest run %d: the ingest role alone until Kafka holds the backlog of %s events\n", cfg.IngestKills+1, humanize.Count(res.Backlog))
@@ -44,10 +44,10 @@ func proveIngestKills(ctx context.Context, cfg ProveConfig, res *ProveResult, ar
 		return err
 	}
 	if err := waitCommitted(ctx, cfg.brokerURL, DefaultTopic, res.Backlog, cfg.DrainTimeout); err != nil {
-		c.kill()
-		return fmt.Errorf("%w; see %s", err, c.log.Name())
+		c.Kill()
+		return fmt.Errorf("%w; see %s", err, c.LogPath())
 	}
-	if err := c.stop(time.Minute); err != nil {
+	if err := c.Stop(time.Minute); err != nil {
 		return err
 	}
 	all, err := readKafka(ctx, cfg.brokerURL, DefaultTopic, false)

@@ -18,6 +18,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/launch"
 	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
@@ -279,7 +280,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	if cfg.Duration <= 0 {
 		return fail(errors.New("soak: no duration"))
 	}
-	if err := freshDir(cfg.DataDir); err != nil {
+	if err := launch.FreshDir(cfg.DataDir); err != nil {
 		return fail(err)
 	}
 	out := cfg.Out
@@ -292,27 +293,27 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	lakeCfg := table.Config{Dir: cfg.DataDir}
 	var env []string
 	if cfg.S3 {
-		endpoint, stop, err := startS3()
+		endpoint, stop, err := launch.StartS3()
 		if err != nil {
 			return fail(err)
 		}
 		defer stop() // after the verifier, which reads the warehouse
-		lakeCfg.Warehouse, lakeCfg.S3 = soakWarehouse, s3Config(endpoint)
+		lakeCfg.Warehouse, lakeCfg.S3 = soakWarehouse, launch.S3Config(endpoint)
 		args = append(args, "--warehouse", soakWarehouse)
-		env = s3Env(endpoint)
+		env = launch.S3Env(endpoint)
 	}
 	cmd := cfg.Launch(append(args, cfg.ExtraArgs...))
 	if env != nil {
 		cmd.Env = append(append(os.Environ(), cmd.Env...), env...)
 	}
-	c, err := startChild(ctx, cmd, cfg.LogPath)
+	c, err := launch.Start(ctx, cmd, cfg.LogPath, 2*time.Minute)
 	if err != nil {
 		return fail(err)
 	}
 	s := &sampler{cfg: cfg, c: c, src: src, obs: table.Observer{Dir: filepath.Join(cfg.DataDir, "warehouse")}, noTables: cfg.S3,
 		tracked: map[string]*snapshotTracker{}, start: time.Now(), selfCPU0: selfCPUSeconds()}
-	if s.prev, err = readProc(c.cmd.Process.Pid); err != nil {
-		c.kill()
+	if s.prev, err = readProc(c.Pid()); err != nil {
+		c.Kill()
 		return fail(fmt.Errorf("soak: read the appliance's /proc: %w", err))
 	}
 	s.prevAt = s.start
@@ -330,20 +331,20 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	res.HarnessCPU = selfCPUSeconds() - s.selfCPU0
 	res.Samples, res.fresh = s.samples, s.fresh
 	if runErr != nil {
-		if done, _ := c.exited(); !done {
-			_ = c.stop(2 * time.Minute)
+		if done, _ := c.Exited(); !done {
+			_ = c.Stop(2 * time.Minute)
 		}
 		return fail(runErr)
 	}
 	fmt.Fprintf(out, "soak: drained %.1f s after the last event; stopping the appliance (SIGTERM)\n", res.DrainSeconds)
-	if err := c.stop(2 * time.Minute); err != nil {
+	if err := c.Stop(2 * time.Minute); err != nil {
 		return fail(err)
 	}
 	return soakVerify(ctx, cfg, lakeCfg, res)
 }
 
 // soakWarehouse is an S3 soak's warehouse, in the bucket startS3 serves.
-const soakWarehouse = "s3://" + proveBucket + "/soak"
+const soakWarehouse = "s3://" + launch.Bucket + "/soak"
 
 // soakSource starts the replay server the soak feeds from and says what it
 // plays: the generated recording (padded to cfg.EventBytes), looped with

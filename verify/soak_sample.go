@@ -11,6 +11,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/launch"
 	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
@@ -19,7 +20,7 @@ import (
 // sampler holds the state between samples.
 type sampler struct {
 	cfg SoakConfig
-	c   *child
+	c   *launch.Child
 	src *replay.Server
 	obs table.Observer
 	// noTables: the warehouse is not on local disk (an S3 soak), so the
@@ -96,8 +97,8 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.c.done:
-			return fmt.Errorf("soak: the appliance exited during the soak (%v); see %s", s.c.waitErr, s.cfg.LogPath)
+		case <-s.c.Done():
+			return fmt.Errorf("soak: the appliance exited during the soak (%v); see %s", s.c.Wait(), s.cfg.LogPath)
 		case <-tick.C:
 			s.take(ctx, poll == nil)
 		case res.PeakRate = <-fed:
@@ -118,7 +119,7 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 				s.bar = s.cfg.Progress.Start(progress.Task{Label: "soak: drain", Total: progress.Unknown})
 			}
 		case <-poll:
-			st, err := observe.FetchStatus(ctx, s.c.base)
+			st, err := observe.FetchStatus(ctx, s.c.Base)
 			if err == nil {
 				s.bar.SetNote(drainNote(st, counts.OnTime))
 			}
@@ -183,7 +184,7 @@ func (s *sampler) take(ctx context.Context, feeding bool) {
 // sampleProc reads the child's memory, CPU and I/O from /proc; CPU % is
 // over the time since the previous sample.
 func (s *sampler) sampleProc(smp *SoakSample, now time.Time, errf func(string, ...any)) {
-	p, err := readProc(s.c.cmd.Process.Pid)
+	p, err := readProc(s.c.Pid())
 	if err != nil {
 		errf("proc: %v", err)
 		return
@@ -200,7 +201,7 @@ func (s *sampler) sampleProc(smp *SoakSample, now time.Time, errf func(string, .
 // sampleStatus reads the child's /status: broker counts, Go runtime, each
 // query's lag, batches and error.
 func (s *sampler) sampleStatus(ctx context.Context, smp *SoakSample, errf func(string, ...any)) {
-	st, err := observe.FetchStatus(ctx, s.c.base)
+	st, err := observe.FetchStatus(ctx, s.c.Base)
 	if err != nil {
 		errf("status: %v", err)
 		return

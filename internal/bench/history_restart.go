@@ -112,7 +112,7 @@ func measureRestart(ctx context.Context, cfg HistoryConfig, lake, logPath string
 		return res
 	}
 	res.HTTPSeconds = svc.elapsed()
-	deadline := svc.start.Add(cfg.ReadyTimeout)
+	deadline := svc.Started.Add(cfg.ReadyTimeout)
 	var lastStatus time.Time
 	var latest *RefreshRun
 	var last readyz
@@ -120,7 +120,7 @@ func measureRestart(ctx context.Context, cfg HistoryConfig, lake, logPath string
 	defer tick.Stop()
 	for {
 		if svc.exited() {
-			res.Err = fmt.Sprintf("the appliance exited during the wait (%v); see %s", svc.waitErr, logPath)
+			res.Err = fmt.Sprintf("the appliance exited during the wait (%v); see %s", svc.Wait(), logPath)
 			break
 		}
 		code, err := svc.getJSON(ctx, "/readyz?format=json", &last)
@@ -134,7 +134,7 @@ func measureRestart(ctx context.Context, cfg HistoryConfig, lake, logPath string
 			lastStatus = time.Now()
 			var st observe.Observation
 			if _, err := svc.getJSON(ctx, observe.ObservationPath, &st); err == nil {
-				if r := refreshRun(st, svc.start); r != nil && (latest == nil || r.RunID != latest.RunID) {
+				if r := refreshRun(st, svc.Started); r != nil && (latest == nil || r.RunID != latest.RunID) {
 					latest = r
 					res.Refreshes++
 					if res.FirstRefresh == nil {
@@ -178,9 +178,9 @@ func measureRestart(ctx context.Context, cfg HistoryConfig, lake, logPath string
 		res.Err = "stop: " + err.Error()
 	}
 	if res.FirstRefresh != nil {
-		res.FirstRefresh.ChecksSeconds = checksSeconds(lake, res.FirstRefresh, svc.start)
+		res.FirstRefresh.ChecksSeconds = checksSeconds(lake, res.FirstRefresh, svc.Started)
 	}
-	runs, err := readRuns(ctx, cfg, lake, svc.start, logPath)
+	runs, err := readRuns(ctx, cfg, lake, svc.Started, logPath)
 	res.Runs = runs
 	if err != nil && res.Err == "" {
 		res.Err = "read ops.runs: " + err.Error()

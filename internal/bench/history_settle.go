@@ -80,13 +80,13 @@ func settle(ctx context.Context, cfg HistoryConfig, dir, logPath string, say fun
 	if err != nil {
 		return rec, err
 	}
-	started := svc.start.Add(-time.Second) // the run ids' clock is the appliance's; allow for rounding
-	deadline := svc.start.Add(settleTimeout)
+	started := svc.Started.Add(-time.Second) // the run ids' clock is the appliance's; allow for rounding
+	deadline := svc.Started.Add(settleTimeout)
 	var mine []opsRun
 	var waitErr error
 	for {
 		if svc.exited() {
-			waitErr = fmt.Errorf("the appliance exited while settling (%v); see %s", svc.waitErr, logPath)
+			waitErr = fmt.Errorf("the appliance exited while settling (%v); see %s", svc.Wait(), logPath)
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {

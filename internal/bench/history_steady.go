@@ -91,7 +91,7 @@ func measureSteady(ctx context.Context, cfg HistoryConfig, lake, logPath string,
 			break
 		}
 		if svc.exited() {
-			res.Err = fmt.Sprintf("the appliance exited during the steady phase (%v); see %s", svc.waitErr, logPath)
+			res.Err = fmt.Sprintf("the appliance exited during the steady phase (%v); see %s", svc.Wait(), logPath)
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -104,7 +104,7 @@ func measureSteady(ctx context.Context, cfg HistoryConfig, lake, logPath string,
 				res.Appended = st.Ingest.Appended
 				polls = append(polls, appendedAt{svc.elapsed(), st.Ingest.Appended})
 			}
-			r := refreshRun(st, svc.start)
+			r := refreshRun(st, svc.Started)
 			if r != nil && r.RunID != lastRun {
 				lastRun = r.RunID
 				switch {
