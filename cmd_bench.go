@@ -20,7 +20,6 @@ import (
 	"lakehouse/internal/observe"
 	"lakehouse/stream"
 	"lakehouse/table"
-	"lakehouse/verify"
 )
 
 func init() {
@@ -129,7 +128,7 @@ type benchFlags struct {
 	render, smoke, keep           bool
 	maxOffsets                    int64
 	searchStep                    float64
-	soak                          verify.SoakConfig
+	soak                          bench.SoakConfig
 	soakOpt                       soakOptions
 	soakArgs                      string
 	history                       historyFlags
@@ -150,11 +149,11 @@ func registerBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.Float64Var(&bf.searchStep, "search-step", 2500, "after the phases, step the rate up by this much (default trigger, 30 s phases) from the fastest phase that kept up until one does not or the highest --rates is reached (0: skip)")
 	fs.BoolVar(&bf.smoke, "smoke", false, "a short correctness run (two small phases, no separate measurements): fails if any event is missing from silver")
 	fs.DurationVar(&bf.soak.Duration, "soak", 0, "run the soak instead of the phases: the appliance (`run`, defaults) as a child process fed a live-like stream for this long, sampled from outside; writes <out>/<soak-name>.md, .svg and .json (the summary, not the samples)")
-	fs.Float64Var(&bf.soak.Rate, "soak-rate", verify.DefaultSoakRate, "soak: base rate, events/s")
-	fs.Float64Var(&bf.soak.Burst, "soak-burst", verify.DefaultSoakBurst, "soak: rate during bursts, events/s")
-	fs.DurationVar(&bf.soak.BurstEvery, "soak-burst-every", verify.DefaultSoakBurstEvery, "soak: a burst at the end of every such interval")
-	fs.DurationVar(&bf.soak.BurstLength, "soak-burst-length", verify.DefaultSoakBurstLength, "soak: length of each burst")
-	fs.DurationVar(&bf.soak.Sample, "soak-sample", verify.DefaultSoakSample, "soak: sampling interval")
+	fs.Float64Var(&bf.soak.Rate, "soak-rate", bench.DefaultSoakRate, "soak: base rate, events/s")
+	fs.Float64Var(&bf.soak.Burst, "soak-burst", bench.DefaultSoakBurst, "soak: rate during bursts, events/s")
+	fs.DurationVar(&bf.soak.BurstEvery, "soak-burst-every", bench.DefaultSoakBurstEvery, "soak: a burst at the end of every such interval")
+	fs.DurationVar(&bf.soak.BurstLength, "soak-burst-length", bench.DefaultSoakBurstLength, "soak: length of each burst")
+	fs.DurationVar(&bf.soak.Sample, "soak-sample", bench.DefaultSoakSample, "soak: sampling interval")
 	fs.Int64Var(&bf.soak.Seed, "soak-seed", 0, "soak: replay seed (0: random, recorded in the report)")
 	fs.IntVar(&bf.soak.EventBytes, "soak-event-bytes", 0, "soak: pad every event (in its comment) to this many bytes (0: the generated events as they are, about 1.3 KB)")
 	fs.Func("soak-warehouse", "soak: the appliance's warehouse: local (its data directory) or s3 (gofakes3 in this process on 127.0.0.1, in memory; the report then counts the object-store requests per event and per day, in USD at list prices, and samples no tables)", func(v string) error {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"lakehouse/internal/bench"
 	"lakehouse/table"
-	"lakehouse/verify"
 )
 
 // TestSoakShort is `bench --soak` in small: the real appliance (this test
@@ -24,7 +24,7 @@ func TestSoakShort(t *testing.T) {
 		t.Skip("a 45 s soak of the real appliance; skipped with -short")
 	}
 	out := t.TempDir()
-	cfg := verify.SoakConfig{
+	cfg := bench.SoakConfig{
 		Duration: 45 * time.Second, Rate: 50, Burst: 150, BurstEvery: 20 * time.Second, BurstLength: 3 * time.Second,
 		Sample: 2 * time.Second, CanaryEvery: 15 * time.Second, ViolationEvery: 15 * time.Second,
 		Launch: func(args []string) *exec.Cmd { return selfCommand(append([]string{"run"}, args...)...) },
@@ -93,7 +93,7 @@ func TestSoakShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep verify.SoakReport
+	var rep bench.SoakReport
 	if err := json.Unmarshal(js, &rep); err != nil {
 		t.Fatalf("soak.json: %v", err)
 	}
@@ -117,7 +117,7 @@ func TestSoakShortOnS3(t *testing.T) {
 		t.Skip("a 40 s soak of the real appliance on S3; skipped with -short")
 	}
 	out := t.TempDir()
-	cfg := verify.SoakConfig{
+	cfg := bench.SoakConfig{
 		Duration: 40 * time.Second, Rate: 50, Burst: 150, BurstEvery: 20 * time.Second, BurstLength: 3 * time.Second,
 		Sample: 2 * time.Second, Warmup: 4 * time.Second, S3: true,
 		Launch: func(args []string) *exec.Cmd { return selfCommand(append([]string{"run"}, args...)...) },

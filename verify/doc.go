@@ -31,14 +31,4 @@
 // (kafka-read-committed); with IngestKills it first kills the ingest role
 // inside open transactions, so that bronze drains a backlog holding aborted
 // ones.
-//
-// Soak is the long-running benchmark: it runs the appliance as a child
-// process, exactly as `run` with its defaults, feeds it a live-like stream
-// at a varying rate for a given time, and measures its footprint from
-// outside: the kernel's /proc of the child (RSS, anonymous RSS, CPU, bytes
-// written), its /status (Go heap, goroutines, broker counts), and the
-// warehouse's metadata files through table.Observer (snapshots, live data
-// files, metadata size, silver freshness), never opening the catalog or the
-// broker while the child holds them. It ends like Prove: drain, stop,
-// verify against the replay's counts.
 package verify

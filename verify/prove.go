@@ -514,7 +514,7 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 	if err := c.Stop(time.Minute); err != nil {
 		return err
 	}
-	res.Report, err = verifyDir(ctx, cfg.lake, cfg.brokerURL, res.Expect, cfg.Progress)
+	res.Report, err = RunDir(ctx, cfg.lake, cfg.brokerURL, res.Expect, cfg.Progress)
 	if cfg.Kafka && (err == nil || errors.Is(err, ErrFailed)) {
 		c, kerr := kafkaCheck(ctx, cfg)
 		if kerr != nil {
@@ -610,7 +610,7 @@ func waitDrained(ctx context.Context, c *launch.Child, want int64, timeout time.
 		}
 		st, err := observe.FetchStatus(ctx, c.Base)
 		if err == nil {
-			bar.SetNote(drainNote(st, want))
+			bar.SetNote(st.DrainNote(DefaultTopic, want))
 			if st.Drained(DefaultTopic, want) {
 				stable++
 				if stable >= 2 {
@@ -643,10 +643,10 @@ func openBroker(ctx context.Context, dir, url string) (broker.Log, error) {
 	return kafka.Open(ctx, cfg)
 }
 
-// verifyDir opens the broker (broker.db, or the Kafka cluster at
-// brokerURL) and the lake of a stopped appliance read-only and runs the
-// verifier, showing its reading on show.
-func verifyDir(ctx context.Context, lakeCfg table.Config, brokerURL string, exp Expect, show progress.Display) (Report, error) {
+// RunDir opens the broker (broker.db, or the Kafka cluster at brokerURL)
+// and the lake of a stopped appliance read-only and runs the verifier,
+// showing its reading on show.
+func RunDir(ctx context.Context, lakeCfg table.Config, brokerURL string, exp Expect, show progress.Display) (Report, error) {
 	db, err := openBroker(ctx, lakeCfg.Dir, brokerURL)
 	if err != nil {
 		return Report{}, err

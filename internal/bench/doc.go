@@ -16,6 +16,16 @@
 // benchmarks/history.md, .json and .svg. Package main supplies the
 // launcher.
 //
+// The soak (soak*.go, `bench --soak`) is the long-running benchmark: it
+// runs the appliance as a child process, exactly as `run` with its
+// defaults, feeds it a live-like stream at a varying rate for a given
+// time, and measures its footprint from outside: the kernel's /proc of the child (RSS, anonymous RSS, CPU, bytes
+// written), its /status (Go heap, goroutines, broker counts), and the
+// warehouse's metadata files through table.Observer (snapshots, live data
+// files, metadata size, silver freshness), never opening the catalog or the
+// broker while the child holds them. It ends like Prove: drain, stop,
+// verify (verify.RunDir) against the replay's counts.
+//
 // Nothing here is durable: each phase runs in a temporary directory, and a
 // history run in a work directory removed after a run that passed, unless
 // it is told to keep its lakes (a kept lake is reused only once its build

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -214,10 +213,7 @@ func diskUsage(ctx context.Context, dir string, days float64) (DiskUsage, error)
 		if err != nil {
 			return err
 		}
-		n := info.Size()
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			n = st.Blocks * 512
-		}
+		n := allocatedBytes(info)
 		rel, _ := filepath.Rel(dir, path)
 		parts := strings.Split(filepath.ToSlash(rel), "/")
 		comp := "other"

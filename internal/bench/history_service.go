@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -78,7 +77,9 @@ func (s *service) read() (memSample, bool) {
 	}
 	m := memSample{T: time.Since(s.Started).Seconds(), HWM: st["VmHWM"], RSS: st["VmRSS"], Anon: st["RssAnon"], File: st["RssFile"]}
 	if stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err == nil {
-		m.CPU = statCPUSeconds(string(stat))
+		if ticks, err := parseStatCPU(string(stat)); err == nil {
+			m.CPU = float64(ticks) / clockTicks
+		}
 	}
 	return m, true
 }
@@ -159,21 +160,4 @@ func (s *service) stop(grace time.Duration) (float64, error) {
 	start := time.Now()
 	err := s.Stop(grace)
 	return time.Since(start).Seconds(), err
-}
-
-// statCPUSeconds returns utime + stime of a /proc/<pid>/stat line, in
-// seconds (USER_HZ is 100 on every Linux architecture Go supports). Fields
-// are counted after the command name's closing parenthesis.
-func statCPUSeconds(stat string) float64 {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return float64(ut+st) / 100
 }

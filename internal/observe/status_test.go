@@ -84,3 +84,14 @@ func TestFloatJSON(t *testing.T) {
 		t.Fatalf("unmarshal: %v, %v", back, err)
 	}
 }
+
+// TestDrainNote: the lags come first (a terminal's width cuts the note from
+// the end), in name order, then the broker's count and the batches.
+func TestDrainNote(t *testing.T) {
+	st := Status{Topics: map[string]int64{"recentchange": 20_400},
+		Queries: map[string]QueryStatus{"silver": {Batch: 39, Lag: 1500}, "bronze": {Batch: 41, Lag: 0}}}
+	want := "bronze lag 0, silver lag 1,500; broker 20,400 of 20,500; batches bronze 41, silver 39"
+	if got := st.DrainNote("recentchange", 20_500); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

@@ -1,4 +1,4 @@
-package verify
+package bench
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/launch"
@@ -121,9 +122,9 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 		case <-poll:
 			st, err := observe.FetchStatus(ctx, s.c.Base)
 			if err == nil {
-				s.bar.SetNote(drainNote(st, counts.OnTime))
+				s.bar.SetNote(st.DrainNote(ingest.DefaultTopic, counts.OnTime))
 			}
-			if err == nil && st.Drained(DefaultTopic, counts.OnTime) && st.Stored(DefaultDLQTopic) >= counts.Violations &&
+			if err == nil && st.Drained(ingest.DefaultTopic, counts.OnTime) && st.Stored(ingest.DefaultDLQTopic) >= counts.Violations &&
 				s.src.Counts().Sent >= counts.Events {
 				stable++
 			} else {
@@ -137,7 +138,7 @@ func (s *sampler) loop(ctx context.Context, fed <-chan float64, res *SoakResult)
 			if time.Since(drainStart) > s.cfg.DrainTimeout {
 				s.take(ctx, false)
 				return fmt.Errorf("soak: the pipeline did not drain within %s of the last event (broker %d of %d; %s); see %s",
-					s.cfg.DrainTimeout, st.Stored(DefaultTopic), counts.OnTime, st.Lags(), s.cfg.LogPath)
+					s.cfg.DrainTimeout, st.Stored(ingest.DefaultTopic), counts.OnTime, st.Lags(), s.cfg.LogPath)
 			}
 		}
 	}
@@ -164,7 +165,7 @@ func (s *sampler) take(ctx context.Context, feeding bool) {
 	slices.Sort(window)
 	smp.FreshRows = len(window)
 	if len(window) > 0 {
-		smp.FreshP50, smp.FreshP95, smp.FreshP99 = Quantile(window, 0.50), Quantile(window, 0.95), Quantile(window, 0.99)
+		smp.FreshP50, smp.FreshP95, smp.FreshP99 = quantile(window, 0.50), quantile(window, 0.95), quantile(window, 0.99)
 	}
 	if n, err := dirBytes(s.cfg.DataDir); err != nil {
 		errf("data dir size: %v", err)
@@ -208,7 +209,7 @@ func (s *sampler) sampleStatus(ctx context.Context, smp *SoakSample, errf func(s
 	}
 	smp.StatusOK = true
 	smp.ObjectStore = st.ObjectStore
-	smp.Broker, smp.DLQ = st.Topics[DefaultTopic], st.Topics[DefaultDLQTopic]
+	smp.Broker, smp.DLQ = st.Topics[ingest.DefaultTopic], st.Topics[ingest.DefaultDLQTopic]
 	if st.Runtime != nil {
 		smp.Runtime = *st.Runtime
 	}

@@ -1,4 +1,4 @@
-package verify
+package bench
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/observe"
 	"lakehouse/table"
+	"lakehouse/verify"
 )
 
 func TestSlope(t *testing.T) {
@@ -28,9 +29,9 @@ func TestSlope(t *testing.T) {
 		{"no spread in x", []float64{2, 2, 2}, []float64{1, 2, 3}, math.NaN()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Slope(tc.x, tc.y)
+			got := leastSquaresSlope(tc.x, tc.y)
 			if math.IsNaN(tc.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tc.want) > 1e-9 {
-				t.Errorf("Slope(%v, %v) = %v, want %v", tc.x, tc.y, got, tc.want)
+				t.Errorf("leastSquaresSlope(%v, %v) = %v, want %v", tc.x, tc.y, got, tc.want)
 			}
 		})
 	}
@@ -51,9 +52,9 @@ func TestQuantile(t *testing.T) {
 		{[]float64{1, 2, 3, 4}, 0.5, 2}, // the smallest value with half at or below it
 		{nil, 0.5, math.NaN()},
 	} {
-		got := Quantile(tc.sorted, tc.q)
+		got := quantile(tc.sorted, tc.q)
 		if math.IsNaN(tc.want) != math.IsNaN(got) || !math.IsNaN(got) && got != tc.want {
-			t.Errorf("Quantile(%d values, %v) = %v, want %v", len(tc.sorted), tc.q, got, tc.want)
+			t.Errorf("quantile(%d values, %v) = %v, want %v", len(tc.sorted), tc.q, got, tc.want)
 		}
 	}
 }
@@ -150,22 +151,22 @@ func TestSummarize(t *testing.T) {
 		HarnessCPU:         36.05,
 		BaselineCPUSeconds: 2,
 		BaselineWriteBytes: 1 << 20,
-		Expect:             Expect{Messages: 125_900, Silver: 90_000, DLQ: 60},
+		Expect:             verify.Expect{Messages: 125_900, Silver: 90_000, DLQ: 60},
 		Verified:           true,
-		Report:             Report{Counts: Counts{Broker: 125_900, Silver: 90_000, SilverDistinct: 90_000, DLQ: 60}},
+		Report:             verify.Report{Counts: verify.Counts{Broker: 125_900, Silver: 90_000, SilverDistinct: 90_000, DLQ: 60}},
 		fresh:              []float64{3, 1, 2, 4},
 	}
 	for i := 0; i <= 60; i++ { // a sample a minute for an hour
 		el := float64(i) * 60
-		rss := int64((200 + el/hour*30) * mib) // +30 MiB/h
+		rss := int64((200 + el/hour*30) * bytesPerMiB) // +30 MiB/h
 		if i == 1 {
 			rss = 900 << 20 // a start-up spike inside the warm-up
 		}
 		res.Samples = append(res.Samples, SoakSample{
 			Elapsed: el, Feeding: true, StatusOK: true, Sent: int64(el * 35),
 			RSSBytes: rss, AnonBytes: rss / 2,
-			Runtime: observe.Runtime{HeapInUseBytes: uint64((100 + el/hour*12) * mib), LiveHeapBytes: 50 << 20, Goroutines: uint64(30 + i%3),
-				HeldBytes: uint64((20 + el/hour*8) * mib)},
+			Runtime: observe.Runtime{HeapInUseBytes: uint64((100 + el/hour*12) * bytesPerMiB), LiveHeapBytes: 50 << 20, Goroutines: uint64(30 + i%3),
+				HeldBytes: uint64((20 + el/hour*8) * bytesPerMiB)},
 			CPUSeconds: 2 + el*0.25, // a quarter of a core
 			WriteBytes: 1<<20 + int64(el*1000), DataDirBytes: int64(el * 500),
 			Tables: tablesAt(i),

@@ -1,4 +1,4 @@
-package verify
+package bench
 
 import (
 	"fmt"
@@ -132,8 +132,8 @@ func soakSampleTable(b *strings.Builder, samples []SoakSample) {
 		br, sv := smp.Tables["bronze.recentchange"], smp.Tables["silver.edits"]
 		fmt.Fprintf(b, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d | %s | %s | %s |\n",
 			time.Duration(smp.Elapsed*float64(time.Second)).Round(time.Second), humanize.Count(smp.Sent), smp.Rate,
-			float64(smp.RSSBytes)/mib, float64(smp.AnonBytes)/mib, float64(smp.Runtime.HeapInUseBytes)/mib, float64(smp.Runtime.LiveHeapBytes)/mib,
-			float64(smp.Runtime.HeldBytes)/mib, smp.CPUPercent, br.Snapshots, sv.Snapshots, bytesText(br.MetadataBytes), bytesText(smp.DataDirBytes), fp)
+			float64(smp.RSSBytes)/bytesPerMiB, float64(smp.AnonBytes)/bytesPerMiB, float64(smp.Runtime.HeapInUseBytes)/bytesPerMiB, float64(smp.Runtime.LiveHeapBytes)/bytesPerMiB,
+			float64(smp.Runtime.HeldBytes)/bytesPerMiB, smp.CPUPercent, br.Snapshots, sv.Snapshots, bytesText(br.MetadataBytes), bytesText(smp.DataDirBytes), fp)
 	}
 }
 
@@ -149,7 +149,7 @@ func soakObjectStore(b *strings.Builder, s SoakSummary) {
 		"the soak's own `/status` samples cause a few, as silver's lag reads bronze's metadata), from %s to %s of the feeding (after the warm-up: %s, %s events, %.1f ev/s). "+
 		"Per day is this window's rate times a day: the soak's stream has the real one's rate and bursts. "+
 		"USD at S3 Standard's list prices (us-east-1, %s): PUT, COPY, POST and LIST %g USD per 1,000 requests, GET, HEAD and the rest %g per 1,000, DELETE free.\n\n",
-		secs(s.DurationSeconds-s.ObjectStoreSeconds), secs(s.DurationSeconds), secs(s.ObjectStoreSeconds), humanize.Count(s.ObjectStoreEvents),
+		roundSecs(s.DurationSeconds-s.ObjectStoreSeconds), roundSecs(s.DurationSeconds), roundSecs(s.ObjectStoreSeconds), humanize.Count(s.ObjectStoreEvents),
 		float64(s.ObjectStoreEvents)/s.ObjectStoreSeconds, table.S3PricesAsOf, table.S3PutPostListPer1000, table.S3GetHeadPer1000)
 	b.WriteString("| kind | requests | per event | per day | USD per day |\n|---|---|---|---|---|\n")
 	perDay := 86400 / s.ObjectStoreSeconds
@@ -174,7 +174,9 @@ func soakObjectStore(b *strings.Builder, s SoakSummary) {
 }
 
 // secs renders seconds as a rounded duration.
-func secs(v float64) time.Duration { return time.Duration(v * float64(time.Second)).Round(time.Second) }
+func roundSecs(v float64) time.Duration {
+	return time.Duration(v * float64(time.Second)).Round(time.Second)
+}
 
 // soakTables writes the per-table section.
 func soakTables(b *strings.Builder, s SoakSummary) {

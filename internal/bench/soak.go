@@ -1,4 +1,4 @@
-package verify
+package bench
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
+	"lakehouse/verify"
 )
 
 // Defaults of the soak: the real stream's rate with its peaks, sampled
@@ -245,14 +246,14 @@ type SoakResult struct {
 	HarnessCPU   float64 `json:"harness_cpu_seconds"` // this process: replay server and observer
 	// Baseline is the appliance's CPU time and net bytes written when the
 	// soak's clock started (it had just announced its HTTP surface).
-	BaselineCPUSeconds float64      `json:"baseline_cpu_seconds"`
-	BaselineWriteBytes int64        `json:"baseline_write_bytes"`
-	Samples            []SoakSample `json:"samples,omitempty"` // not in WriteSoakReport's JSON
-	Summary            SoakSummary  `json:"summary"`
-	Expect             Expect       `json:"expect"`
-	Verified           bool         `json:"verified"` // the verifier ran (false: the soak stopped early)
-	Report             Report       `json:"verify"`
-	Err                string       `json:"error,omitempty"`
+	BaselineCPUSeconds float64       `json:"baseline_cpu_seconds"`
+	BaselineWriteBytes int64         `json:"baseline_write_bytes"`
+	Samples            []SoakSample  `json:"samples,omitempty"` // not in WriteSoakReport's JSON
+	Summary            SoakSummary   `json:"summary"`
+	Expect             verify.Expect `json:"expect"`
+	Verified           bool          `json:"verified"` // the verifier ran (false: the soak stopped early)
+	Report             verify.Report `json:"verify"`
+	Err                string        `json:"error,omitempty"`
 
 	fresh []float64 // every observed silver row's freshness, seconds
 }
@@ -264,7 +265,7 @@ type SoakResult struct {
 // broker files stay closed: the child holds their locks). Then it waits for
 // the pipeline to drain, stops the child with SIGTERM and runs the verifier
 // against expectations computed from the replay's counts. It returns an
-// error wrapping ErrFailed when a check fails; the result holds whatever was
+// error wrapping verify.ErrFailed when a check fails; the result holds whatever was
 // sampled even then, and when ctx ends early.
 func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	cfg.fill()
@@ -311,7 +312,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		return fail(err)
 	}
 	s := &sampler{cfg: cfg, c: c, src: src, obs: table.Observer{Dir: filepath.Join(cfg.DataDir, "warehouse")}, noTables: cfg.S3,
-		tracked: map[string]*snapshotTracker{}, start: time.Now(), selfCPU0: selfCPUSeconds()}
+		tracked: map[string]*snapshotTracker{}, start: time.Now(), selfCPU0: cpuTime()}
 	if s.prev, err = readProc(c.Pid()); err != nil {
 		c.Kill()
 		return fail(fmt.Errorf("soak: read the appliance's /proc: %w", err))
@@ -328,7 +329,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	runErr := s.loop(ctx, fed, &res)
 	stopFeed()
 	res.Replay = src.Counts()
-	res.HarnessCPU = selfCPUSeconds() - s.selfCPU0
+	res.HarnessCPU = cpuTime() - s.selfCPU0
 	res.Samples, res.fresh = s.samples, s.fresh
 	if runErr != nil {
 		if done, _ := c.Exited(); !done {
@@ -370,10 +371,10 @@ func soakSource(cfg SoakConfig) (*replay.Server, string, *replay.Feed, error) {
 // soakVerify runs the verifier on the stopped appliance's data directory
 // against what the replay sent, and completes res's summary.
 func soakVerify(ctx context.Context, cfg SoakConfig, lakeCfg table.Config, res SoakResult) (SoakResult, error) {
-	res.Expect = Expect{Messages: res.Replay.OnTime, Silver: res.Replay.OnTimeEditNew, DLQ: res.Replay.Violations}
+	res.Expect = verify.Expect{Messages: res.Replay.OnTime, Silver: res.Replay.OnTimeEditNew, DLQ: res.Replay.Violations}
 	var err error
-	res.Report, err = verifyDir(ctx, lakeCfg, argValue(cfg.ExtraArgs, "broker"), res.Expect, cfg.Progress)
-	res.Verified = err == nil || errors.Is(err, ErrFailed)
+	res.Report, err = verify.RunDir(ctx, lakeCfg, argValue(cfg.ExtraArgs, "broker"), res.Expect, cfg.Progress)
+	res.Verified = err == nil || errors.Is(err, verify.ErrFailed)
 	if err != nil && !res.Verified {
 		err = fmt.Errorf("verify: %w", err)
 		res.Err = err.Error()
@@ -408,17 +409,18 @@ func silverDelays(ctx context.Context, cfg table.Config) ([]float64, error) {
 	defer lake.Close()
 	var out []float64
 	err = lake.ScanColumns(ctx, table.SilverEdits, []string{"intake_time", "processed_time"}, func(rec arrow.RecordBatch) error {
-		in, inUnit, err := timeColumn(rec, "intake_time")
+		inCol, prCol := colByName(rec, "intake_time"), colByName(rec, "processed_time")
+		in, err := microsOf(inCol)
 		if err != nil {
-			return err
+			return fmt.Errorf("intake_time: %w", err)
 		}
-		pr, prUnit, err := timeColumn(rec, "processed_time")
+		pr, err := microsOf(prCol)
 		if err != nil {
-			return err
+			return fmt.Errorf("processed_time: %w", err)
 		}
 		for i := range int(rec.NumRows()) {
-			if !in.IsNull(i) && !pr.IsNull(i) {
-				out = append(out, pr.Value(i).ToTime(prUnit).Sub(in.Value(i).ToTime(inUnit)).Seconds())
+			if !inCol.IsNull(i) && !prCol.IsNull(i) {
+				out = append(out, float64(pr(i)-in(i))/1e6)
 			}
 		}
 		return nil
@@ -429,11 +431,11 @@ func silverDelays(ctx context.Context, cfg table.Config) ([]float64, error) {
 // progressLine is one plain line per sample: elapsed, sent, memory, CPU,
 // snapshots per table (gold: the most of any gold table), freshness p95.
 func progressLine(s SoakSample) string {
-	mib := func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
+	bytesPerMiB := func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 	el := time.Duration(s.Elapsed * float64(time.Second)).Round(time.Second)
 	var b strings.Builder
 	fmt.Fprintf(&b, "soak %s sent %s (%.0f/s) RSS %s MiB anon %s heap %s live %s MiB CPU %.0f%% snapshots",
-		el, humanize.Count(s.Sent), s.Rate, mib(s.RSSBytes), mib(s.AnonBytes), mib(int64(s.Runtime.HeapInUseBytes)), mib(int64(s.Runtime.LiveHeapBytes)), s.CPUPercent)
+		el, humanize.Count(s.Sent), s.Rate, bytesPerMiB(s.RSSBytes), bytesPerMiB(s.AnonBytes), bytesPerMiB(int64(s.Runtime.HeapInUseBytes)), bytesPerMiB(int64(s.Runtime.LiveHeapBytes)), s.CPUPercent)
 	names := make([]string, 0, len(s.Tables))
 	for n := range s.Tables {
 		names = append(names, n)
@@ -471,9 +473,9 @@ func progressLine(s SoakSample) string {
 // barNote is the last sample beside the bar, shorter than its line: the
 // terminal's width cuts it from the end.
 func barNote(s SoakSample) string {
-	mib := func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
+	bytesPerMiB := func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 	var b strings.Builder
-	fmt.Fprintf(&b, "sent %s (%.0f/s) RSS %s MiB heap %s MiB CPU %.0f%%", humanize.Count(s.Sent), s.Rate, mib(s.RSSBytes), mib(int64(s.Runtime.HeapInUseBytes)), s.CPUPercent)
+	fmt.Fprintf(&b, "sent %s (%.0f/s) RSS %s MiB heap %s MiB CPU %.0f%%", humanize.Count(s.Sent), s.Rate, bytesPerMiB(s.RSSBytes), bytesPerMiB(int64(s.Runtime.HeapInUseBytes)), s.CPUPercent)
 	if s.FreshRows > 0 {
 		fmt.Fprintf(&b, " fresh p95 %.2f s", s.FreshP95)
 	}

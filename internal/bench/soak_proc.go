@@ -1,4 +1,4 @@
-package verify
+package bench
 
 import (
 	"errors"
@@ -105,20 +105,17 @@ func dirBytes(dir string) (int64, error) {
 		if err != nil {
 			return nil // removed since the listing
 		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			n += st.Blocks * 512
-		} else {
-			n += info.Size()
-		}
+		n += allocatedBytes(info)
 		return nil
 	})
 	return n, err
 }
 
-// selfCPUSeconds is this process's CPU time (the harness: replay server and
-// observer), to show what the measurement itself costs.
-func selfCPUSeconds() float64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+// allocatedBytes is the disk space a file takes: its allocated blocks
+// where the platform reports them (as du counts), else its size.
+func allocatedBytes(info fs.FileInfo) int64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return info.Size()
 }

@@ -1,4 +1,4 @@
-package verify
+package bench
 
 import (
 	"encoding/json"
@@ -105,19 +105,9 @@ type SoakTableSummary struct {
 	Missed               int    `json:"missed_snapshots"`
 }
 
-// Quantile returns the q-quantile of sorted values (the smallest value with
-// at least q of them at or below it); NaN when there are none.
-func Quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-// Slope is the least-squares slope of y over x; NaN with fewer than two
+// leastSquaresSlope is the least-squares slope of y over x; NaN with fewer than two
 // distinct x.
-func Slope(x, y []float64) float64 {
+func leastSquaresSlope(x, y []float64) float64 {
 	n := float64(len(x))
 	if len(x) < 2 || len(x) != len(y) {
 		return math.NaN()
@@ -141,14 +131,14 @@ func Slope(x, y []float64) float64 {
 
 // finite maps NaN and infinities to 0 (JSON has no NaN); the summary's
 // sample counts say when a figure had nothing to stand on.
-func finite(v float64) float64 {
+func jsonSafe(v float64) float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0
 	}
 	return v
 }
 
-const mib = 1 << 20
+const bytesPerMiB = 1 << 20
 
 func summarize(res *SoakResult) SoakSummary {
 	cfg := res.Config
@@ -185,14 +175,14 @@ func summarize(res *SoakResult) SoakSummary {
 			x = append(x, s.Elapsed/3600)
 			y = append(y, val(s))
 		}
-		return finite(Slope(x, y))
+		return jsonSafe(leastSquaresSlope(x, y))
 	}
-	sum.RSSSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.RSSBytes) / mib }, false)
-	sum.AnonSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.AnonBytes) / mib }, false)
-	sum.HeapSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.HeapInUseBytes) / mib }, true)
-	sum.LiveSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.LiveHeapBytes) / mib }, true)
+	sum.RSSSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.RSSBytes) / bytesPerMiB }, false)
+	sum.AnonSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.AnonBytes) / bytesPerMiB }, false)
+	sum.HeapSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.HeapInUseBytes) / bytesPerMiB }, true)
+	sum.LiveSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.LiveHeapBytes) / bytesPerMiB }, true)
 	if held := func(s SoakSample) bool { return s.StatusOK && s.Runtime.HeldBytes > 0 }; slices.ContainsFunc(half, held) {
-		sum.HeldSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.HeldBytes) / mib }, true)
+		sum.HeldSlopeMiBPerHour = slope(func(s SoakSample) float64 { return float64(s.Runtime.HeldBytes) / bytesPerMiB }, true)
 		sum.OutsideGoSlopeMiBPerHour = slope(func(s SoakSample) float64 { return outsideGoMiB(s) }, true)
 	}
 	sum.Queries = querySummaries(feeding, sum.DurationSeconds/2)
@@ -265,11 +255,11 @@ func summarizeObjectStore(sum *SoakSummary, feeding []SoakSample) {
 func summarizePeaks(sum *SoakSummary, samples []SoakSample) {
 	for _, s := range samples {
 		if s.Elapsed >= sum.WarmupSeconds {
-			sum.PeakRSSMiB = max(sum.PeakRSSMiB, float64(s.RSSBytes)/mib)
-			sum.PeakAnonMiB = max(sum.PeakAnonMiB, float64(s.AnonBytes)/mib)
+			sum.PeakRSSMiB = max(sum.PeakRSSMiB, float64(s.RSSBytes)/bytesPerMiB)
+			sum.PeakAnonMiB = max(sum.PeakAnonMiB, float64(s.AnonBytes)/bytesPerMiB)
 		}
 		sum.MaxGoroutines = max(sum.MaxGoroutines, s.Runtime.Goroutines)
-		sum.PeakHWMMiB = max(sum.PeakHWMMiB, float64(s.HWMBytes)/mib)
+		sum.PeakHWMMiB = max(sum.PeakHWMMiB, float64(s.HWMBytes)/bytesPerMiB)
 	}
 	if n := len(samples); n > 0 {
 		sum.EndGoroutines = samples[n-1].Runtime.Goroutines
@@ -281,7 +271,7 @@ func summarizeFreshness(sum *SoakSummary, ages []float64) {
 	fresh := slices.Clone(ages)
 	slices.Sort(fresh)
 	sum.FreshRows = int64(len(fresh))
-	sum.FreshP50, sum.FreshP95, sum.FreshP99 = finite(Quantile(fresh, 0.50)), finite(Quantile(fresh, 0.95)), finite(Quantile(fresh, 0.99))
+	sum.FreshP50, sum.FreshP95, sum.FreshP99 = jsonSafe(quantile(fresh, 0.50)), jsonSafe(quantile(fresh, 0.95)), jsonSafe(quantile(fresh, 0.99))
 	if len(fresh) > 0 {
 		sum.FreshMax = fresh[len(fresh)-1]
 	}
@@ -404,7 +394,7 @@ func soakSVG(res SoakResult) string {
 	maxT, maxMiB, maxCPU := 1.0, 64.0, 100.0
 	for _, s := range samples {
 		maxT = max(maxT, s.Elapsed/60)
-		maxMiB = max(maxMiB, float64(s.RSSBytes)/mib)
+		maxMiB = max(maxMiB, float64(s.RSSBytes)/bytesPerMiB)
 		maxCPU = max(maxCPU, s.CPUPercent)
 	}
 	maxMiB = niceCeil(maxMiB)
@@ -447,8 +437,8 @@ func soakSVG(res SoakResult) string {
 		}
 		b.WriteString(`"/>` + "\n")
 	}
-	line("#08519c", "", func(s SoakSample) float64 { return float64(s.RSSBytes) / mib }, yMiB)
-	line("#6baed6", "", func(s SoakSample) float64 { return float64(s.AnonBytes) / mib }, yMiB)
+	line("#08519c", "", func(s SoakSample) float64 { return float64(s.RSSBytes) / bytesPerMiB }, yMiB)
+	line("#6baed6", "", func(s SoakSample) float64 { return float64(s.AnonBytes) / bytesPerMiB }, yMiB)
 	line("#e6550d", ` stroke-opacity="0.8"`, func(s SoakSample) float64 { return s.CPUPercent }, yCPU)
 	for i, l := range []struct{ name, color string }{{"RSS", "#08519c"}, {"anon RSS", "#6baed6"}, {"CPU %", "#e6550d"}} {
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", left+10+90*i, top-12, l.color, left+24+90*i, top-3, l.name)
@@ -474,5 +464,5 @@ func niceCeil(v float64) float64 {
 // outsideGoMiB is the anonymous RSS the Go runtime does not hold: C code
 // (DuckDB's allocations) and libc.
 func outsideGoMiB(s SoakSample) float64 {
-	return (float64(s.AnonBytes) - float64(s.Runtime.HeldBytes)) / mib
+	return (float64(s.AnonBytes) - float64(s.Runtime.HeldBytes)) / bytesPerMiB
 }

@@ -1,4 +1,4 @@
-package verify
+package bench
 
 import (
 	"lakehouse/internal/observe"
