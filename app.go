@@ -17,8 +17,10 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/internal/diskbudget"
 	"lakehouse/internal/fault"
 	"lakehouse/internal/recentchange"
+	"lakehouse/internal/telemetry"
 	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/stream/sessions"
@@ -171,7 +173,7 @@ func (f *pipelineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("--log-format %q: want auto, text or json: %w", f.logFormat, errUsage)
 	}
-	return slog.New(&ringHandler{next: h, ring: newLogRing(50)}), nil
+	return slog.New(&telemetry.RingHandler{Next: h, Ring: telemetry.NewLogRing(50)}), nil
 }
 
 // toJournal reports whether w is the systemd journal's stream: systemd sets
@@ -285,9 +287,9 @@ type pipeline struct {
 	held  *broker.HeldCounter // the records each topic holds (Kafka's offsets skip)
 	lake  *table.Lake         // nil for --role ingest
 
-	tel     *telemetry
+	tel     *telemetry.Telemetry
 	health  *health
-	disk    *diskBudget
+	disk    *diskbudget.Budget
 	notify  notifier
 	release *releaser // hands the heap back after a refresh or compaction
 
@@ -341,13 +343,13 @@ func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipe
 			return nil, fmt.Errorf("create tables: %w", err)
 		}
 	}
-	tel := newTelemetry()
-	if rh, ok := log.Handler().(*ringHandler); ok {
-		tel.logs = rh.ring
+	tel := telemetry.New()
+	if rh, ok := log.Handler().(*telemetry.RingHandler); ok {
+		tel.Logs = rh.Ring
 	}
 	return &pipeline{flags: f, log: log, db: db, held: &broker.HeldCounter{Log: db}, lake: lake, release: newReleaser(), queries: map[string]*stream.Query{},
 		tel: tel, health: newHealth(defaultHealthRules, log), notify: notifier{log: log},
-		disk: newDiskBudget(f.data, f.warehouse, f.diskReserve)}, nil
+		disk: diskbudget.New(f.data, f.warehouse, f.diskReserve)}, nil
 }
 
 func (p *pipeline) Close() error {
@@ -437,7 +439,7 @@ func (p *pipeline) run(ctx context.Context, stderr io.Writer) error {
 // batch to the telemetry.
 func (p *pipeline) streamConfig(name string) (stream.Config, error) {
 	cfg, err := p.flags.streamConfig(name, p.log)
-	cfg.OnBatch = p.tel.onBatch(name)
+	cfg.OnBatch = p.tel.OnBatch(name)
 	if name == stream.BronzeQuery && p.flags.killAtBronze > 0 {
 		cfg.OnBatch = killAtBronze(p.flags.killAtBronze, cfg.OnBatch, fault.Kill)
 	}

@@ -13,6 +13,7 @@ import (
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/observe"
+	"lakehouse/internal/telemetry"
 	"lakehouse/marts"
 )
 
@@ -52,7 +53,7 @@ func startApplianceAt(t *testing.T, src *replay.Server, url string, tune func(*p
 	if tune != nil {
 		tune(&f, &rules)
 	}
-	log := slog.New(&ringHandler{next: slog.NewTextHandler(io.Discard, nil), ring: newLogRing(50)})
+	log := slog.New(&telemetry.RingHandler{Next: slog.NewTextHandler(io.Discard, nil), Ring: telemetry.NewLogRing(50)})
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := openPipeline(ctx, f, log)
 	if err != nil {

@@ -124,7 +124,7 @@ func checkSilver(t *testing.T, a *testAppliance, want int64) {
 	if newest.After(time.Now()) {
 		t.Errorf("silver's newest event time %s is in the future", newest)
 	}
-	if q, ok := a.p.tel.query("silver"); !ok || q.Late != 0 || q.Unparseable != 0 {
+	if q, ok := a.p.tel.Query("silver"); !ok || q.Late != 0 || q.Unparseable != 0 {
 		t.Errorf("silver's totals: late %d, unparseable %d (present %v); want 0 and 0", q.Late, q.Unparseable, ok)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"lakehouse/internal/diskbudget"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/observe"
 	"lakehouse/marts"
@@ -174,7 +175,7 @@ func printDisk(w io.Writer, d observe.Disk) {
 		strings.Join(parts, ", "), humanize.Bytes(d.Free), humanize.Bytes(d.FSBytes), humanize.Bytes(d.Reserve))
 	switch g, left := float64(d.GrowthDay), float64(d.DaysLeft); {
 	case math.IsNaN(g):
-		fmt.Fprintf(w, "  growth: measuring (needs %s of samples)\n", diskMinSpan)
+		fmt.Fprintf(w, "  growth: measuring (needs %s of samples)\n", diskbudget.MinSpan)
 	case math.IsNaN(left):
 		fmt.Fprintf(w, "  growth: %s/day over the last %s: not growing, no limit in sight\n", humanize.Bytes(int64(g)), time.Duration(d.MeasuredS*float64(time.Second)).Round(time.Minute))
 	default:

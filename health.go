@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lakehouse/internal/observe"
+	"lakehouse/internal/telemetry"
 	"lakehouse/table"
 )
 
@@ -55,7 +56,7 @@ func (h *health) state() observe.Health {
 // reasons that appeared (warning) and the return to ready (info). totals
 // gives a query's running totals, whose newest batches the trend rules
 // read (telemetry.query).
-func (h *health) evaluate(o observe.Observation, totals func(query string) (queryTotals, bool)) observe.Health {
+func (h *health) evaluate(o observe.Observation, totals func(query string) (telemetry.Totals, bool)) observe.Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var reasons []string
@@ -129,7 +130,7 @@ func (h *health) evaluate(o observe.Observation, totals func(query string) (quer
 
 // queryReasons are what is wrong with one query; stalled reports a query
 // that is not moving at all.
-func (h *health) queryReasons(q observe.Query, tot *queryTotals, o observe.Observation, now time.Time) (reasons []string, stalled bool) {
+func (h *health) queryReasons(q observe.Query, tot *telemetry.Totals, o observe.Observation, now time.Time) (reasons []string, stalled bool) {
 	name := "query " + q.Name
 	if q.Error != "" {
 		return []string{name + ": " + q.Error}, true
@@ -147,11 +148,11 @@ func (h *health) queryReasons(q observe.Query, tot *queryTotals, o observe.Obser
 		reasons = append(reasons, fmt.Sprintf("%s stalled: %d waiting, no batch for %s", name, q.Lag, now.Sub(last).Round(time.Second)))
 		stalled = true
 	}
-	if first, last, ok := tot.lagTrend(now, h.rules.GrowingFor); ok && last.lag > first.lag {
+	if first, last, ok := tot.LagTrend(now, h.rules.GrowingFor); ok && last.Lag > first.Lag {
 		reasons = append(reasons, fmt.Sprintf("%s falling behind: the lag left after its batches grew from %d to %d over %s",
-			name, first.lag, last.lag, last.at.Sub(first.at).Round(time.Second)))
+			name, first.Lag, last.Lag, last.At.Sub(first.At).Round(time.Second)))
 	}
-	if _, cand, late := tot.window(now, h.rules.LateWindow); cand >= h.rules.LateMinRows && float64(late) >= h.rules.LateFraction*float64(cand) {
+	if _, cand, late := tot.Window(now, h.rules.LateWindow); cand >= h.rules.LateMinRows && float64(late) >= h.rules.LateFraction*float64(cand) {
 		reasons = append(reasons, fmt.Sprintf("%s drops %d of %d rows as late (below its watermark) in the last %s", name, late, cand, h.rules.LateWindow))
 	}
 	if q.IDChanges > 0 && now.Sub(o.Started) < h.rules.IDChangeHold {
@@ -196,7 +197,7 @@ func (p *pipeline) runHealth(ctx context.Context) error {
 	t := time.NewTicker(p.health.rules.Every)
 	defer t.Stop()
 	for {
-		st := p.health.evaluate(p.observe(ctx), p.tel.query)
+		st := p.health.evaluate(p.observe(ctx), p.tel.Query)
 		if st.Progressing {
 			p.notify.watchdog()
 		}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/observe"
+	"lakehouse/internal/telemetry"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -35,7 +36,7 @@ func TestReadyzTurnsRedWhenSilverDropsEverythingAsLate(t *testing.T) {
 	if o := a.observation(t); o.Health.Ready || len(o.Health.Reasons) == 0 {
 		t.Errorf("/api/status health: got %+v, want not ready with reasons", o.Health)
 	}
-	if got := a.p.tel.logs.newest(); len(got) == 0 || !strings.Contains(got[0].Msg, "not ready") {
+	if got := a.p.tel.Logs.Newest(); len(got) == 0 || !strings.Contains(got[0].Msg, "not ready") {
 		t.Errorf("the change was not logged as a warning: %+v", got)
 	}
 
@@ -52,11 +53,10 @@ func TestReadyzTurnsRedWhenSilverDropsEverythingAsLate(t *testing.T) {
 // the watchdog), a query-id change and a failed check are reasons.
 func TestHealthRules(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	batches := func(lags ...int64) queryTotals {
-		var q queryTotals
+	batches := func(lags ...int64) telemetry.Totals {
+		var q telemetry.Totals
 		for i, l := range lags {
-			q.recent[q.recentN%recentBatches] = recent{at: t0.Add(time.Duration(i) * 10 * time.Second), lag: l, candidates: 10}
-			q.recentN++
+			q.Record(telemetry.Batch{At: t0.Add(time.Duration(i) * 10 * time.Second), Lag: l, Candidates: 10})
 		}
 		q.LastAt = t0.Add(time.Duration(len(lags)-1) * 10 * time.Second)
 		return q
@@ -65,8 +65,8 @@ func TestHealthRules(t *testing.T) {
 	rules := defaultHealthRules
 	for _, tc := range []struct {
 		name        string
-		q           *observe.Query // nil: no query
-		tot         queryTotals    // q's running totals
+		q           *observe.Query   // nil: no query
+		tot         telemetry.Totals // q's running totals
 		refresh     *observe.Refresh
 		want        string // a reason containing this ("" : ready)
 		progressing bool
@@ -75,9 +75,9 @@ func TestHealthRules(t *testing.T) {
 		{"growing", &observe.Query{Name: "silver", Lag: 900}, batches(10, 50, 90, 160, 220, 300, 390, 450, 520, 610, 700, 800, 900), nil, "query silver falling behind", true},
 		{"catching up", &observe.Query{Name: "silver", Lag: 10}, batches(900, 800, 700, 600, 500, 400, 300, 200, 100, 50, 30, 20, 10), nil, "", true},
 		{"stalled", &observe.Query{Name: "bronze", Lag: 50}, batches(0), nil, "query bronze stalled", false},
-		{"error", &observe.Query{Name: "sessions", Error: "read state: corrupt"}, queryTotals{}, nil, "query sessions: read state: corrupt", false},
+		{"error", &observe.Query{Name: "sessions", Error: "read state: corrupt"}, telemetry.Totals{}, nil, "query sessions: read state: corrupt", false},
 		{"id change", &observe.Query{Name: "bronze", IDChanges: 1, PreviousQueryID: "a", QueryID: "b"}, batches(0), nil, "checkpoint was lost", true},
-		{"refresh failed", nil, queryTotals{}, &observe.Refresh{RunID: "refresh-1", Err: "create DuckDB spill directory /d/tmp/duckdb: permission denied"},
+		{"refresh failed", nil, telemetry.Totals{}, &observe.Refresh{RunID: "refresh-1", Err: "create DuckDB spill directory /d/tmp/duckdb: permission denied"},
 			"marts refresh refresh-1 failed: create DuckDB spill directory /d/tmp/duckdb: permission denied", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,15 +85,15 @@ func TestHealthRules(t *testing.T) {
 			o := observe.Observation{At: now, Started: t0.Add(-time.Hour), Topics: []observe.Topic{{Name: "recentchange"}}, Refresh: tc.refresh}
 			if tc.q != nil {
 				q := *tc.q
-				q.Totals = tc.tot.wire()
+				q.Totals = tc.tot.Wire()
 				o.Queries = []observe.Query{q}
 			}
 			if tc.name == "id change" {
 				o.Started = now.Add(-time.Minute)
 			}
-			st := h.evaluate(o, func(name string) (queryTotals, bool) {
+			st := h.evaluate(o, func(name string) (telemetry.Totals, bool) {
 				if tc.q == nil || name != tc.q.Name {
-					return queryTotals{}, false
+					return telemetry.Totals{}, false
 				}
 				return tc.tot, true
 			})

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"lakehouse/internal/telemetry"
 	"lakehouse/stream"
 )
 
@@ -84,7 +85,7 @@ var (
 )
 
 // sinkTables maps a query to the table its sink's time column describes.
-var sinkTables = map[string]string{stream.BronzeQuery: "bronze.recentchange", freshQuery: "silver.edits"}
+var sinkTables = map[string]string{stream.BronzeQuery: "bronze.recentchange", telemetry.FreshQuery: "silver.edits"}
 
 func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -162,9 +163,9 @@ func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(mQueryIDChanges, float64(q.IDChanges), q.Name)
 		// The histograms are the telemetry's: an observation carries
 		// only their sums.
-		h, _ := c.p.tel.query(q.Name)
-		ch <- prometheus.MustNewConstHistogram(mBatchDur, h.BatchDur.Count, h.BatchDur.Sum, h.BatchDur.buckets(), q.Name)
-		ch <- prometheus.MustNewConstHistogram(mCommitDur, h.CommitDur.Count, h.CommitDur.Sum, h.CommitDur.buckets(), q.Name)
+		h, _ := c.p.tel.Query(q.Name)
+		ch <- prometheus.MustNewConstHistogram(mBatchDur, h.BatchDur.Count, h.BatchDur.Sum, h.BatchDur.Buckets(), q.Name)
+		ch <- prometheus.MustNewConstHistogram(mCommitDur, h.CommitDur.Count, h.CommitDur.Sum, h.CommitDur.Buckets(), q.Name)
 		if tbl, ok := sinkTables[q.Name]; ok && !t.Newest.IsZero() {
 			gauge(mFreshness, o.At.Sub(t.Newest).Seconds(), tbl)
 			ch <- prometheus.MustNewConstHistogram(mRowAge, h.Freshness.Count(), h.Freshness.Sum, latencyBuckets(&h.Freshness), tbl)

@@ -11,6 +11,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/internal/observe"
+	"lakehouse/internal/telemetry"
 	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/stream/sessions"
@@ -29,14 +30,14 @@ func observedTables() []string {
 func (p *pipeline) observe(ctx context.Context) observe.Observation {
 	o := p.observeBrief(ctx)
 	o.Brief = false
-	o.Health, o.Log, o.Settings = p.health.state(), p.tel.logs.newest(), p.settings()
+	o.Health, o.Log, o.Settings = p.health.state(), p.tel.Logs.Newest(), p.settings()
 	ing, mts := p.components()
 	if ing != nil {
 		st := ing.Stats()
-		p.tel.observeSeen(st.Seen)
+		p.tel.ObserveSeen(st.Seen)
 		o.Ingest = &observe.Ingest{Seen: st.Seen, Appended: st.Appended, DLQ: st.DLQ, Canary: st.Canary, Batches: st.Batches,
 			Bytes: st.Bytes, Reconnects: st.Reconnects, Oversized: st.Oversized, BadIDs: st.BadIDs, Position: st.Position,
-			Connected: st.Connected, LastError: st.LastError, Paused: st.Paused, RatePerSecond: p.tel.ingestRate()}
+			Connected: st.Connected, LastError: st.LastError, Paused: st.Paused, RatePerSecond: p.tel.IngestRate()}
 		o.Hops.SourceSeen = st.Seen
 	}
 	for _, t := range o.Topics {
@@ -79,7 +80,7 @@ func (p *pipeline) observe(ctx context.Context) observe.Observation {
 	}
 	o.Fresh = p.observeFreshness(o.At)
 	if p.disk != nil {
-		d := p.disk.observe(o.At)
+		d := p.disk.Observe(o.At)
 		o.Disk = &d
 	}
 	if mts != nil {
@@ -95,8 +96,8 @@ func (p *pipeline) observe(ctx context.Context) observe.Observation {
 // lag reads its source, for silver and sessions table metadata), the Go
 // runtime and the object store's requests.
 func (p *pipeline) observeBrief(ctx context.Context, only ...string) observe.Observation {
-	now := p.tel.now()
-	o := observe.Observation{At: now, Started: p.tel.started, Version: buildVersion(), Brief: true,
+	now := p.tel.Now()
+	o := observe.Observation{At: now, Started: p.tel.Started, Version: buildVersion(), Brief: true,
 		Runtime: observe.ReadRuntime(), ObjectStore: p.objectStoreRequests()}
 	if topics, err := p.db.Topics(ctx); err == nil {
 		for _, t := range topics {
@@ -161,18 +162,18 @@ func (p *pipeline) observeQueries(ctx context.Context, now time.Time, only []str
 		} else {
 			qo.Lag, qo.Batch = lag, batch
 		}
-		if t, ok := p.tel.query(n); ok {
-			qo.Totals = t.wire()
+		if t, ok := p.tel.Query(n); ok {
+			qo.Totals = t.Wire()
 			qo.LastBatchSecond, qo.LastCommitSec = t.Last.Total.Seconds(), t.Last.Commit.Seconds()
 			if qo.Lag > 0 {
 				since := t.CaughtUpAt
 				if since.IsZero() {
-					since = p.tel.started
+					since = p.tel.Started
 				}
 				qo.LagSeconds = now.Sub(since).Seconds()
 			}
 		} else if qo.Lag > 0 {
-			qo.LagSeconds = now.Sub(p.tel.started).Seconds()
+			qo.LagSeconds = now.Sub(p.tel.Started).Seconds()
 		}
 		out = append(out, qo)
 	}
@@ -185,7 +186,7 @@ func queryOrder(name string) int {
 	switch name {
 	case stream.BronzeQuery:
 		return 0
-	case freshQuery:
+	case telemetry.FreshQuery:
 		return 1
 	case sessions.QueryName:
 		return 2
@@ -196,10 +197,10 @@ func queryOrder(name string) int {
 }
 
 func (p *pipeline) observeFreshness(now time.Time) observe.Freshness {
-	series, intake, event := p.tel.freshSeries()
+	series, intake, event := p.tel.FreshSeries()
 	f := observe.Freshness{Table: table.SilverEdits, NowS: observe.Float(math.NaN()), HourP50: observe.Float(intake.Quantile(0.5)),
 		HourP95: observe.Float(intake.Quantile(0.95)), EventHourP50: observe.Float(event.Quantile(0.5)), Series: series}
-	if t, ok := p.tel.query(freshQuery); ok && !t.Newest.IsZero() {
+	if t, ok := p.tel.Query(telemetry.FreshQuery); ok && !t.Newest.IsZero() {
 		f.NowS = observe.Float(now.Sub(t.Newest).Seconds())
 	}
 	return f

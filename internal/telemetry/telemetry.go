@@ -1,4 +1,12 @@
-package main
+// Package telemetry keeps what the appliance counts about itself since it
+// started, beyond what its components report on demand: each query's
+// running totals and newest batches (fed through stream.Config.OnBatch),
+// silver's freshness per minute for the last hour, the ingest rate, and
+// the newest warnings and errors logged. The appliance's observation,
+// readiness and /metrics read it.
+//
+// What survives a crash: nothing; every figure counts from the start.
+package telemetry
 
 import (
 	"sync"
@@ -8,63 +16,72 @@ import (
 	"lakehouse/stream"
 )
 
-// telemetry keeps what the HTTP surface shows beyond what the components
+// Telemetry keeps what the HTTP surface shows beyond what the components
 // report on demand: each query's running totals (fed by its batches through
 // stream.Config.OnBatch), silver's freshness per minute for the last hour,
 // the ingest rate, and the newest warnings and errors. Its methods are safe
 // for concurrent use; a batch costs a few map updates.
-type telemetry struct {
-	started time.Time
+type Telemetry struct {
+	Started time.Time // when the process started
 	now     func() time.Time
 
 	mu      sync.Mutex
-	queries map[string]*queryTotals
+	queries map[string]*Totals
 	fresh   freshRing  // silver: commit time minus intake, and minus meta.dt
 	rate    rateWindow // events seen by ingest, sampled
-	logs    *logRing
+	Logs    *LogRing   // the warnings and errors logged (New makes one; a logger's RingHandler may share its own)
 }
 
-// queryTotals are one query's totals since the process started.
-type queryTotals struct {
-	Batches     int64                 `json:"batches"`
-	RowsIn      int64                 `json:"rows_in"`
-	RowsOut     int64                 `json:"rows_out"`
-	Skipped     int64                 `json:"rows_skipped"` // not the query's kind of row (silver: not an edit or new page)
-	Late        int64                 `json:"rows_late"`
-	Duplicates  int64                 `json:"rows_duplicate"`
-	Unparseable int64                 `json:"rows_unparseable"`
-	Last        stream.Progress       `json:"-"`
-	LastAt      time.Time             `json:"last_batch_at,omitzero"`
-	CaughtUpAt  time.Time             `json:"caught_up_at,omitzero"` // last time a batch ended with nothing left to read
-	Newest      time.Time             `json:"newest,omitzero"`       // newest committed time of the sink's time column
-	Freshness   stream.Histogram      `json:"-"`                     // ages of committed rows at commit
-	BatchDur    durations             `json:"-"`
-	CommitDur   durations             `json:"-"`
-	recent      [recentBatches]recent // ring of the newest batches
+// Totals are one query's totals since the process started.
+type Totals struct {
+	Batches     int64                `json:"batches"`
+	RowsIn      int64                `json:"rows_in"`
+	RowsOut     int64                `json:"rows_out"`
+	Skipped     int64                `json:"rows_skipped"` // not the query's kind of row (silver: not an edit or new page)
+	Late        int64                `json:"rows_late"`
+	Duplicates  int64                `json:"rows_duplicate"`
+	Unparseable int64                `json:"rows_unparseable"`
+	Last        stream.Progress      `json:"-"`
+	LastAt      time.Time            `json:"last_batch_at,omitzero"`
+	CaughtUpAt  time.Time            `json:"caught_up_at,omitzero"` // last time a batch ended with nothing left to read
+	Newest      time.Time            `json:"newest,omitzero"`       // newest committed time of the sink's time column
+	Freshness   stream.Histogram     `json:"-"`                     // ages of committed rows at commit
+	BatchDur    Durations            `json:"-"`
+	CommitDur   Durations            `json:"-"`
+	recent      [recentBatches]Batch // ring of the newest batches
 	recentN     int
 }
 
-// recentBatches is how many of a query's newest batches health looks at.
+// recentBatches is how many of a query's newest batches a Totals keeps.
 const recentBatches = 300
 
-type recent struct {
-	at          time.Time
-	candidates  int64 // rows in minus rows skipped
-	rowsIn      int64
-	rowsOut     int64
-	late        int64
-	lag         int64
-	batchSecond float64
+// Batch is one of a query's newest batches.
+type Batch struct {
+	At          time.Time
+	Candidates  int64 // rows in minus rows skipped
+	RowsIn      int64
+	RowsOut     int64
+	Late        int64
+	Lag         int64 // what it left behind
+	BatchSecond float64
 }
 
-func newTelemetry() *telemetry {
-	t := &telemetry{started: time.Now(), now: time.Now, queries: map[string]*queryTotals{}, logs: newLogRing(50)}
+// Record adds b to the newest batches, dropping the oldest beyond the
+// ring's size.
+func (q *Totals) Record(b Batch) {
+	q.recent[q.recentN%recentBatches] = b
+	q.recentN++
+}
+
+// New starts counting now.
+func New() *Telemetry {
+	t := &Telemetry{Started: time.Now(), now: time.Now, queries: map[string]*Totals{}, Logs: NewLogRing(50)}
 	t.rate.every = 5 * time.Second
 	return t
 }
 
-// onBatch records one committed batch of query (stream.Config.OnBatch).
-func (t *telemetry) onBatch(query string) func(stream.Progress) {
+// OnBatch records one committed batch of query (stream.Config.OnBatch).
+func (t *Telemetry) OnBatch(query string) func(stream.Progress) {
 	return func(p stream.Progress) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -87,87 +104,86 @@ func (t *telemetry) onBatch(query string) func(stream.Progress) {
 		q.Freshness.Add(p.Latency)
 		q.BatchDur.observe(p.Total.Seconds())
 		q.CommitDur.observe(p.Commit.Seconds())
-		q.recent[q.recentN%recentBatches] = recent{at: now, candidates: p.RowsIn - p.Stats.Skipped, rowsIn: p.RowsIn, rowsOut: p.RowsOut,
-			late: p.Stats.DroppedByWatermark, lag: p.Lag, batchSecond: p.Total.Seconds()}
-		q.recentN++
-		if query == freshQuery && (p.Intake != nil || p.Latency != nil) {
+		q.Record(Batch{At: now, Candidates: p.RowsIn - p.Stats.Skipped, RowsIn: p.RowsIn, RowsOut: p.RowsOut,
+			Late: p.Stats.DroppedByWatermark, Lag: p.Lag, BatchSecond: p.Total.Seconds()})
+		if query == FreshQuery && (p.Intake != nil || p.Latency != nil) {
 			t.fresh.add(now, p.Intake, p.Latency)
 		}
 	}
 }
 
-// freshQuery is the query whose output's freshness the dashboard charts.
-const freshQuery = "silver"
+// FreshQuery is the query whose output's freshness the dashboard charts.
+const FreshQuery = "silver"
 
-func (t *telemetry) totals(query string) *queryTotals {
+func (t *Telemetry) totals(query string) *Totals {
 	q := t.queries[query]
 	if q == nil {
-		q = &queryTotals{}
+		q = &Totals{}
 		t.queries[query] = q
 	}
 	return q
 }
 
-// query returns a copy of query's totals (false: no batch yet).
-func (t *telemetry) query(name string) (queryTotals, bool) {
+// Query returns a copy of query's totals (false: no batch yet).
+func (t *Telemetry) Query(name string) (Totals, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	q, ok := t.queries[name]
 	if !ok {
-		return queryTotals{}, false
+		return Totals{}, false
 	}
 	return *q, true
 }
 
-// wire is the totals as an observation shows them.
-func (q *queryTotals) wire() observe.Totals {
+// Wire is the totals as an observation shows them.
+func (q *Totals) Wire() observe.Totals {
 	return observe.Totals{Batches: q.Batches, RowsIn: q.RowsIn, RowsOut: q.RowsOut, Skipped: q.Skipped, Late: q.Late,
 		Duplicates: q.Duplicates, Unparseable: q.Unparseable, LastAt: q.LastAt, CaughtUpAt: q.CaughtUpAt, Newest: q.Newest,
 		BatchSeconds: q.BatchDur.Sum, CommitSeconds: q.CommitDur.Sum}
 }
 
-// window sums a query's batches that ended within d of now: their
+// Window sums a query's batches that ended within d of now: their
 // candidate rows (input it did not skip) and the rows it dropped as late.
-func (q *queryTotals) window(now time.Time, d time.Duration) (batches int, candidates, late int64) {
+func (q *Totals) Window(now time.Time, d time.Duration) (batches int, candidates, late int64) {
 	for i := 0; i < min(q.recentN, recentBatches); i++ {
 		r := q.recent[i]
-		if now.Sub(r.at) <= d {
+		if now.Sub(r.At) <= d {
 			batches++
-			candidates += r.candidates
-			late += r.late
+			candidates += r.Candidates
+			late += r.Late
 		}
 	}
 	return batches, candidates, late
 }
 
-// lagTrend returns the first and last of the query's batches that ended
+// LagTrend returns the first and last of the query's batches that ended
 // within d of now, when the batches span at least d (less one trigger's
 // slack), there are three or more, and every one of them left a lag behind
 // (ok is false otherwise: the query caught up at least once).
-func (q *queryTotals) lagTrend(now time.Time, d time.Duration) (first, last recent, ok bool) {
+func (q *Totals) LagTrend(now time.Time, d time.Duration) (first, last Batch, ok bool) {
 	n := 0
 	for i := 0; i < min(q.recentN, recentBatches); i++ {
 		r := q.recent[i]
-		if now.Sub(r.at) > d {
+		if now.Sub(r.At) > d {
 			continue
 		}
-		if r.lag == 0 {
+		if r.Lag == 0 {
 			return first, last, false
 		}
-		if n == 0 || r.at.Before(first.at) {
+		if n == 0 || r.At.Before(first.At) {
 			first = r
 		}
-		if n == 0 || r.at.After(last.at) {
+		if n == 0 || r.At.After(last.At) {
 			last = r
 		}
 		n++
 	}
-	return first, last, n >= 3 && last.at.Sub(first.at) >= d*3/4
+	return first, last, n >= 3 && last.At.Sub(first.At) >= d*3/4
 }
 
-// durations is a running count, sum and maximum of durations, plus the
+// Durations is a running count, sum and maximum of durations, plus the
 // histogram /metrics exports.
-type durations struct {
+type Durations struct {
 	Count uint64                          `json:"count"`
 	Sum   float64                         `json:"sum_s"`
 	Max   float64                         `json:"max_s"`
@@ -177,7 +193,7 @@ type durations struct {
 // durationBounds are the buckets, in seconds, of batch and commit durations.
 var durationBounds = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
-func (d *durations) observe(sec float64) {
+func (d *Durations) observe(sec float64) {
 	d.Count++
 	d.Sum += sec
 	d.Max = max(d.Max, sec)
@@ -188,8 +204,8 @@ func (d *durations) observe(sec float64) {
 	d.hist[i]++
 }
 
-// buckets returns the cumulative counts per bound (Prometheus style).
-func (d *durations) buckets() map[float64]uint64 {
+// Buckets returns the cumulative counts per bound (Prometheus style).
+func (d *Durations) Buckets() map[float64]uint64 {
 	out := make(map[float64]uint64, len(durationBounds))
 	var cum uint64
 	for i, b := range durationBounds {
@@ -224,9 +240,9 @@ func (r *freshRing) add(now time.Time, intake, event *stream.Histogram) {
 	slot.event.Add(event)
 }
 
-// freshSeries returns the minutes of the last hour that saw records,
+// FreshSeries returns the minutes of the last hour that saw records,
 // oldest first, and the histograms of the whole hour (intake, event).
-func (t *telemetry) freshSeries() ([]observe.FreshPoint, stream.Histogram, stream.Histogram) {
+func (t *Telemetry) FreshSeries() ([]observe.FreshPoint, stream.Histogram, stream.Histogram) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
@@ -257,8 +273,8 @@ type rateSample struct {
 	n  int64
 }
 
-// observeSeen records ingest's events-seen counter at now.
-func (t *telemetry) observeSeen(n int64) {
+// ObserveSeen records ingest's events-seen counter at now.
+func (t *Telemetry) ObserveSeen(n int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
@@ -273,8 +289,8 @@ func (t *telemetry) observeSeen(n int64) {
 	t.rate.samples = s
 }
 
-// ingestRate is events/s over the last minute of samples (0: too few).
-func (t *telemetry) ingestRate() float64 {
+// IngestRate is events/s over the last minute of samples (0: too few).
+func (t *Telemetry) IngestRate() float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.rate.samples
@@ -287,3 +303,6 @@ func (t *telemetry) ingestRate() float64 {
 	}
 	return 0
 }
+
+// Now is the telemetry's clock.
+func (t *Telemetry) Now() time.Time { return t.now() }
