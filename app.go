@@ -19,6 +19,7 @@ import (
 	"lakehouse/ingest"
 	"lakehouse/internal/diskbudget"
 	"lakehouse/internal/fault"
+	"lakehouse/internal/health"
 	"lakehouse/internal/recentchange"
 	"lakehouse/internal/telemetry"
 	"lakehouse/marts"
@@ -288,7 +289,7 @@ type pipeline struct {
 	lake  *table.Lake         // nil for --role ingest
 
 	tel     *telemetry.Telemetry
-	health  *health
+	health  *health.Checker
 	disk    *diskbudget.Budget
 	notify  notifier
 	release *releaser // hands the heap back after a refresh or compaction
@@ -348,7 +349,7 @@ func openPipeline(ctx context.Context, f pipelineFlags, log *slog.Logger) (*pipe
 		tel.Logs = rh.Ring
 	}
 	return &pipeline{flags: f, log: log, db: db, held: &broker.HeldCounter{Log: db}, lake: lake, release: newReleaser(), queries: map[string]*stream.Query{},
-		tel: tel, health: newHealth(defaultHealthRules, log), notify: notifier{log: log},
+		tel: tel, health: health.New(health.DefaultRules, log), notify: notifier{log: log},
 		disk: diskbudget.New(f.data, f.warehouse, f.diskReserve)}, nil
 }
 

@@ -156,7 +156,7 @@ func (p *pipeline) handler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(p), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if down := p.health.state().IngestDown; down != "" {
+		if down := p.health.State().IngestDown; down != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ok: "+down)
 			return
@@ -164,7 +164,7 @@ func (p *pipeline) handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		st := p.health.state()
+		st := p.health.State()
 		code := http.StatusOK
 		if !st.Ready {
 			code = http.StatusServiceUnavailable

@@ -12,6 +12,7 @@ import (
 
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/health"
 	"lakehouse/internal/observe"
 	"lakehouse/internal/telemetry"
 	"lakehouse/marts"
@@ -30,7 +31,7 @@ type testAppliance struct {
 
 // startAppliance starts the appliance on a fresh lake fed by replay; tune
 // may adjust the flags and health rules before it runs.
-func startAppliance(t *testing.T, src *replay.Server, tune func(*pipelineFlags, *healthRules)) *testAppliance {
+func startAppliance(t *testing.T, src *replay.Server, tune func(*pipelineFlags, *health.Rules)) *testAppliance {
 	t.Helper()
 	url, err := src.Start("127.0.0.1:0")
 	if err != nil {
@@ -42,13 +43,13 @@ func startAppliance(t *testing.T, src *replay.Server, tune func(*pipelineFlags, 
 
 // startApplianceAt is startAppliance for a replay already serving at url
 // (a restart: tune sets the data directory of the earlier run).
-func startApplianceAt(t *testing.T, src *replay.Server, url string, tune func(*pipelineFlags, *healthRules)) *testAppliance {
+func startApplianceAt(t *testing.T, src *replay.Server, url string, tune func(*pipelineFlags, *health.Rules)) *testAppliance {
 	t.Helper()
 	f := pipelineFlags{common: common{data: t.TempDir()}, source: url, userAgent: ingest.DefaultUserAgent,
 		partitions: ingest.DefaultPartitions, trigger: 200 * time.Millisecond, sessTrigger: 200 * time.Millisecond,
 		maxOffsets: 20_000, checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute,
 		refresh: time.Hour, httpAddr: "127.0.0.1:0"}
-	rules := defaultHealthRules
+	rules := health.DefaultRules
 	rules.Every = 200 * time.Millisecond
 	if tune != nil {
 		tune(&f, &rules)
@@ -60,7 +61,7 @@ func startApplianceAt(t *testing.T, src *replay.Server, url string, tune func(*p
 		cancel()
 		t.Fatal(err)
 	}
-	p.health = newHealth(rules, log)
+	p.health = health.New(rules, log)
 	a := &testAppliance{p: p, src: src, cancel: cancel, errc: make(chan error, 1)}
 	go func() { a.errc <- p.run(ctx, io.Discard) }()
 	t.Cleanup(a.stop)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/health"
 	"lakehouse/table"
 )
 
@@ -72,7 +73,7 @@ func closedByServer(c net.Conn, wait time.Duration) bool {
 func TestIdleConnectionsCannotLockOut(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 41, Restamp: true, Rate: 100})
 	src.Loops(replay.Generate(41, 6000), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) {
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) {
 		f.httpToken, f.refresh = "s3cret", 0
 		f.httpBounds.MaxConns = 4
 	})
@@ -142,7 +143,7 @@ func TestIdleConnectionsCannotLockOut(t *testing.T) {
 func TestSlowAndIdleConnectionsClosed(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 43, Restamp: true})
 	src.Loops(replay.Generate(43, 50), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) {
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) {
 		f.refresh = 0
 		f.httpBounds.Read, f.httpBounds.Idle, f.httpBounds.ReadHeader = time.Second, time.Second, time.Second
 	})
@@ -200,7 +201,7 @@ func TestLargeRESTRequestsRefused(t *testing.T) {
 	dir := t.TempDir()
 	src := replay.New(replay.Config{Seed: 45, Restamp: true})
 	src.Loops(replay.Generate(45, 50), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) { f.data, f.refresh = dir, 0 })
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.data, f.refresh = dir, 0 })
 	a.drained(t, src.Counts().OnTime)
 	if code, body := a.restCall(t, http.MethodPost, "/namespaces", `{"namespace":["client"]}`); code != http.StatusOK {
 		t.Fatalf("create a namespace: %d %s", code, body)
@@ -247,7 +248,7 @@ func TestLargeRESTRequestsRefused(t *testing.T) {
 func TestLocalEndpointIdleConnectionsBounded(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 44, Restamp: true})
 	src.Loops(replay.Generate(44, 200), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) { f.refresh = 0 })
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.refresh = 0 })
 	dir := a.p.flags.data
 	var info localInfo
 	waitFor(t, time.Minute, "appliance.json", func() bool {

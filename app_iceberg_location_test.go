@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/health"
 	"lakehouse/table"
 )
 
@@ -100,7 +101,7 @@ func TestRESTLocationSpellingsRefused(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(31, 200), 1)
-	a := startApplianceAt(t, src, url, func(f *pipelineFlags, _ *healthRules) { f.data, f.refresh = dir, 0 })
+	a := startApplianceAt(t, src, url, func(f *pipelineFlags, _ *health.Rules) { f.data, f.refresh = dir, 0 })
 	a.drained(t, src.Counts().OnTime)
 	wh := a.p.lake.Warehouse()
 	ok := func(method, path, body string) {
@@ -190,7 +191,7 @@ func TestRESTLocationSpellingsRefused(t *testing.T) {
 	}
 	a.stop()
 
-	b := startApplianceAt(t, src, url, func(f *pipelineFlags, _ *healthRules) { f.data, f.refresh = dir, 0 })
+	b := startApplianceAt(t, src, url, func(f *pipelineFlags, _ *health.Rules) { f.data, f.refresh = dir, 0 })
 	defer b.stop()
 	if odd, err := b.p.lake.OddTables(context.Background()); err != nil || len(odd) != 0 {
 		t.Errorf("after the restart: odd tables %v (%v)", odd, err)
@@ -214,7 +215,7 @@ func TestOddCatalogEntriesDoNotBrick(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(33, 200), 1)
-	onData := func(f *pipelineFlags, _ *healthRules) { f.data, f.refresh = dir, 0 }
+	onData := func(f *pipelineFlags, _ *health.Rules) { f.data, f.refresh = dir, 0 }
 	a := startApplianceAt(t, src, url, onData)
 	a.drained(t, src.Counts().OnTime)
 	wh := a.p.lake.Warehouse()

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/health"
 )
 
 // What the Apache Iceberg REST catalog OpenAPI definition
@@ -227,7 +228,7 @@ func oauthAllowed(code int) bool { return code == 200 || code == 400 || code == 
 func TestRESTSpecConformance(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 47, Restamp: true})
 	src.Loops(replay.Generate(47, 200), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) { f.httpToken, f.refresh = "s3cret", 0 })
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.httpToken, f.refresh = "s3cret", 0 })
 	a.drained(t, src.Counts().OnTime)
 	wh := a.p.lake.Warehouse()
 	prefix := "lakehouse"

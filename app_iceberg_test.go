@@ -17,6 +17,7 @@ import (
 	icetable "github.com/apache/iceberg-go/table"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/health"
 	"lakehouse/table"
 )
 
@@ -30,7 +31,7 @@ import (
 func TestIcebergRESTScansEqualEmbedded(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 21, Restamp: true})
 	src.Loops(replay.Generate(21, 400), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) { f.httpToken = "s3cret" })
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.httpToken = "s3cret" })
 	a.drained(t, src.Counts().OnTime)
 	ctx := context.Background()
 	uri := a.base + icebergPath

@@ -11,6 +11,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/health"
 	"lakehouse/table"
 )
 
@@ -36,7 +37,7 @@ func TestBadEventsNeverStopSilver(t *testing.T) {
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(14, 300), 1)
 	src.Violations(len(replay.ViolationKinds))
-	onData := func(f *pipelineFlags, _ *healthRules) { f.data = dir }
+	onData := func(f *pipelineFlags, _ *health.Rules) { f.data = dir }
 	ctx := context.Background()
 
 	a := startApplianceAt(t, src, url, onData)

@@ -16,6 +16,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/dashboard"
+	"lakehouse/internal/health"
 	"lakehouse/internal/observe"
 	"lakehouse/table"
 )
@@ -154,7 +155,7 @@ func TestDashboard(t *testing.T) {
 	src.Loops(replay.Generate(11, 600), 2)
 	src.Violations(3)
 	src.Canaries(2)
-	a := startAppliance(t, src, func(_ *pipelineFlags, r *healthRules) { r.DisconnectedFor = time.Second })
+	a := startAppliance(t, src, func(_ *pipelineFlags, r *health.Rules) { r.DisconnectedFor = time.Second })
 	a.drained(t, src.Counts().OnTime)
 	// Late events only once silver has a watermark: in silver's first batch
 	// (no batch before it, so no watermark) they would be on time.

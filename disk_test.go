@@ -1,16 +1,13 @@
 package main
 
 import (
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"lakehouse/ingest/replay"
-	"lakehouse/internal/observe"
-	"lakehouse/internal/telemetry"
+	"lakehouse/internal/health"
 )
 
 // TestDiskBudgetShown: the running appliance shows its disk budget in
@@ -19,7 +16,7 @@ import (
 func TestDiskBudgetShown(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 3, Restamp: true})
 	src.Loops(replay.Generate(3, 200), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) { f.diskReserve = 128 << 20 })
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.diskReserve = 128 << 20 })
 	a.drained(t, src.Counts().OnTime)
 	o := a.observation(t)
 	if o.Disk == nil || len(o.Disk.Components) == 0 || o.Disk.Components[0].Name != "broker.db" || o.Disk.Components[0].Bytes == 0 || o.Disk.FSBytes == 0 {
@@ -43,18 +40,4 @@ func TestDiskBudgetShown(t *testing.T) {
 		code, body := a.get(t, "/readyz")
 		return code == http.StatusOK && strings.HasPrefix(body, "ready\n") && strings.Contains(body, "warning: disk:")
 	})
-}
-
-// noTotals is health's totals for an observation without batches.
-func noTotals(string) (telemetry.Totals, bool) { return telemetry.Totals{}, false }
-
-// TestHealthWarnsOfTheDisk: a disk budget's warning is a warning of
-// readiness, which stays ready.
-func TestHealthWarnsOfTheDisk(t *testing.T) {
-	h := newHealth(defaultHealthRules, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	o := observe.Disk{Warning: "disk: 2.5 days left before the disk reserve"}
-	st := h.evaluate(observe.Observation{At: time.Now(), Topics: []observe.Topic{{Name: "recentchange"}}, Disk: &o}, noTotals)
-	if !st.Ready || len(st.Warnings) != 1 || st.Warnings[0] != o.Warning {
-		t.Fatalf("health with the disk warning: %+v; want ready with that one warning", st)
-	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/fault"
+	"lakehouse/internal/health"
 	"lakehouse/table"
 )
 
@@ -141,7 +142,7 @@ func TestSlowQueryKeepsItsFiles(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(46, 2000), 1)
-	a := startApplianceAt(t, src, url, func(f *pipelineFlags, _ *healthRules) {
+	a := startApplianceAt(t, src, url, func(f *pipelineFlags, _ *health.Rules) {
 		f.data, f.maxOffsets, f.refresh, f.compactEvery, f.maintainEvery = dir, 100, -1, time.Hour, time.Hour
 	})
 	want := src.Counts().OnTime

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/health"
 )
 
 // serverCounts counts, on the S3 server's side, the requests it received
@@ -70,7 +71,7 @@ func TestObjectStoreRequestsCounted(t *testing.T) {
 
 	src := replay.New(replay.Config{Seed: 44, Restamp: true})
 	src.Loops(replay.Generate(44, 400), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) { f.warehouse = "s3://lake/wh" })
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.warehouse = "s3://lake/wh" })
 	a.drained(t, src.Counts().OnTime)
 	if _, err := mustMarts(t, a.p).Refresh(context.Background()); err != nil {
 		t.Fatalf("refresh: %v", err)

@@ -30,7 +30,7 @@ func observedTables() []string {
 func (p *pipeline) observe(ctx context.Context) observe.Observation {
 	o := p.observeBrief(ctx)
 	o.Brief = false
-	o.Health, o.Log, o.Settings = p.health.state(), p.tel.Logs.Newest(), p.settings()
+	o.Health, o.Log, o.Settings = p.health.State(), p.tel.Logs.Newest(), p.settings()
 	ing, mts := p.components()
 	if ing != nil {
 		st := ing.Stats()

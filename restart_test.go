@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/health"
 	"lakehouse/marts"
 )
 
@@ -25,7 +26,7 @@ func TestRestartDoesNotRedoHistory(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(49, 1500), 1)
-	onData := func(f *pipelineFlags, _ *healthRules) { f.data = dir }
+	onData := func(f *pipelineFlags, _ *health.Rules) { f.data = dir }
 
 	a := startApplianceAt(t, src, url, onData)
 	a.drained(t, src.Counts().OnTime)
@@ -38,7 +39,7 @@ func TestRestartDoesNotRedoHistory(t *testing.T) {
 
 	restart := func() marts.Report {
 		t.Helper()
-		b := startApplianceAt(t, src, url, func(f *pipelineFlags, r *healthRules) {
+		b := startApplianceAt(t, src, url, func(f *pipelineFlags, r *health.Rules) {
 			f.data, f.noIngest, f.refresh = dir, true, time.Hour
 		})
 		defer b.stop()
@@ -82,7 +83,7 @@ func TestRestartDoesNotRedoHistory(t *testing.T) {
 	// Events arrive with the marts off (--refresh 0): the first refresh of
 	// the next restart rebuilds and counts those, not history.
 	src.Loops(replay.Generate(50, 300), 1)
-	c := startApplianceAt(t, src, url, func(f *pipelineFlags, r *healthRules) { f.data, f.refresh = dir, 0 })
+	c := startApplianceAt(t, src, url, func(f *pipelineFlags, r *health.Rules) { f.data, f.refresh = dir, 0 })
 	c.drained(t, src.Counts().OnTime)
 	c.stop()
 	rep = restart()

@@ -18,6 +18,7 @@ import (
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/fault"
+	"lakehouse/internal/health"
 	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/stream"
@@ -171,7 +172,7 @@ func TestS3OutagePausesAndResumes(t *testing.T) {
 	rec := replay.Generate(37, 300)
 	src := replay.New(replay.Config{Seed: 37, Restamp: true})
 	src.Loops(rec, 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *healthRules) { f.warehouse = "s3://lake/wh" })
+	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.warehouse = "s3://lake/wh" })
 	a.drained(t, src.Counts().OnTime)
 
 	down.Store(true)

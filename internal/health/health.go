@@ -1,7 +1,16 @@
-package main
+// Package health turns the appliance's observation into readiness: the
+// reasons it is not ready (a query that errs, stalls, falls behind, drops
+// its input as late or lost its checkpoint; a failed asset check or
+// refresh; ingest paused or cut off from its source; an unreadable broker
+// or catalog), the warnings that do not make it unready (the disk reserve
+// near, a client's odd table), and whether it progresses (what feeds the
+// systemd watchdog). It logs each change once.
+//
+// What survives a crash: nothing; readiness is evaluated again from the
+// next observation.
+package health
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -13,8 +22,8 @@ import (
 	"lakehouse/table"
 )
 
-// healthRules are the thresholds readiness applies.
-type healthRules struct {
+// Rules are the thresholds readiness applies.
+type Rules struct {
 	Every           time.Duration // how often readiness is evaluated
 	StallAfter      time.Duration // input waiting and no batch for this long: stalled
 	GrowingFor      time.Duration // the lag every batch leaves behind above zero and rising across this long: falling behind
@@ -25,13 +34,15 @@ type healthRules struct {
 	DisconnectedFor time.Duration // ingest without a connection this long
 }
 
-var defaultHealthRules = healthRules{Every: 5 * time.Second, StallAfter: 2 * time.Minute, GrowingFor: 2 * time.Minute,
+// DefaultRules are the appliance's.
+var DefaultRules = Rules{Every: 5 * time.Second, StallAfter: 2 * time.Minute, GrowingFor: 2 * time.Minute,
 	LateWindow: time.Minute, LateFraction: 0.9, LateMinRows: 100, IDChangeHold: 15 * time.Minute, DisconnectedFor: time.Minute}
 
-// health evaluates readiness from observations, logs each change, and
-// remembers the lag history and disconnection it needs.
-type health struct {
-	rules healthRules
+// Checker evaluates readiness from observations, logs each change, and
+// remembers the disconnection it needs. Its methods are safe for
+// concurrent use.
+type Checker struct {
+	Rules Rules
 	log   *slog.Logger
 
 	mu           sync.Mutex
@@ -39,11 +50,13 @@ type health struct {
 	disconnected time.Time // since when ingest has had no connection (zero: connected)
 }
 
-func newHealth(rules healthRules, log *slog.Logger) *health {
-	return &health{rules: rules, log: log, cur: observe.Health{Reasons: []string{"starting: not evaluated yet"}}}
+// New starts not ready ("not evaluated yet").
+func New(rules Rules, log *slog.Logger) *Checker {
+	return &Checker{Rules: rules, log: log, cur: observe.Health{Reasons: []string{"starting: not evaluated yet"}}}
 }
 
-func (h *health) state() observe.Health {
+// State is readiness as last evaluated.
+func (h *Checker) State() observe.Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.cur
@@ -52,11 +65,11 @@ func (h *health) state() observe.Health {
 	return s
 }
 
-// evaluate turns an observation into readiness and stores it; it logs the
+// Evaluate turns an observation into readiness and stores it; it logs the
 // reasons that appeared (warning) and the return to ready (info). totals
 // gives a query's running totals, whose newest batches the trend rules
 // read (telemetry.query).
-func (h *health) evaluate(o observe.Observation, totals func(query string) (telemetry.Totals, bool)) observe.Health {
+func (h *Checker) Evaluate(o observe.Observation, totals func(query string) (telemetry.Totals, bool)) observe.Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var reasons []string
@@ -101,7 +114,7 @@ func (h *health) evaluate(o observe.Observation, totals func(query string) (tele
 			h.disconnected = time.Time{}
 		case h.disconnected.IsZero():
 			h.disconnected = now
-		case now.Sub(h.disconnected) >= h.rules.DisconnectedFor:
+		case now.Sub(h.disconnected) >= h.Rules.DisconnectedFor:
 			why := ""
 			if e := o.Ingest.LastError; e != "" {
 				why = "; last error: " + e
@@ -130,7 +143,7 @@ func (h *health) evaluate(o observe.Observation, totals func(query string) (tele
 
 // queryReasons are what is wrong with one query; stalled reports a query
 // that is not moving at all.
-func (h *health) queryReasons(q observe.Query, tot *telemetry.Totals, o observe.Observation, now time.Time) (reasons []string, stalled bool) {
+func (h *Checker) queryReasons(q observe.Query, tot *telemetry.Totals, o observe.Observation, now time.Time) (reasons []string, stalled bool) {
 	name := "query " + q.Name
 	if q.Error != "" {
 		return []string{name + ": " + q.Error}, true
@@ -144,24 +157,24 @@ func (h *health) queryReasons(q observe.Query, tot *telemetry.Totals, o observe.
 	if last.IsZero() {
 		last = o.Started
 	}
-	if q.Lag > 0 && now.Sub(last) >= h.rules.StallAfter {
+	if q.Lag > 0 && now.Sub(last) >= h.Rules.StallAfter {
 		reasons = append(reasons, fmt.Sprintf("%s stalled: %d waiting, no batch for %s", name, q.Lag, now.Sub(last).Round(time.Second)))
 		stalled = true
 	}
-	if first, last, ok := tot.LagTrend(now, h.rules.GrowingFor); ok && last.Lag > first.Lag {
+	if first, last, ok := tot.LagTrend(now, h.Rules.GrowingFor); ok && last.Lag > first.Lag {
 		reasons = append(reasons, fmt.Sprintf("%s falling behind: the lag left after its batches grew from %d to %d over %s",
 			name, first.Lag, last.Lag, last.At.Sub(first.At).Round(time.Second)))
 	}
-	if _, cand, late := tot.Window(now, h.rules.LateWindow); cand >= h.rules.LateMinRows && float64(late) >= h.rules.LateFraction*float64(cand) {
-		reasons = append(reasons, fmt.Sprintf("%s drops %d of %d rows as late (below its watermark) in the last %s", name, late, cand, h.rules.LateWindow))
+	if _, cand, late := tot.Window(now, h.Rules.LateWindow); cand >= h.Rules.LateMinRows && float64(late) >= h.Rules.LateFraction*float64(cand) {
+		reasons = append(reasons, fmt.Sprintf("%s drops %d of %d rows as late (below its watermark) in the last %s", name, late, cand, h.Rules.LateWindow))
 	}
-	if q.IDChanges > 0 && now.Sub(o.Started) < h.rules.IDChangeHold {
+	if q.IDChanges > 0 && now.Sub(o.Started) < h.Rules.IDChangeHold {
 		reasons = append(reasons, fmt.Sprintf("%s: its checkpoint was lost or replaced at start (query id was %s, now %s)", name, q.PreviousQueryID, q.QueryID))
 	}
 	return reasons, stalled
 }
 
-func (h *health) logChanges(prev, next observe.Health) {
+func (h *Checker) logChanges(prev, next observe.Health) {
 	for _, r := range next.Reasons {
 		if !slices.Contains(prev.Reasons, r) && !sameReason(prev.Reasons, r) {
 			h.log.Warn("not ready: "+r, "component", "health")
@@ -189,22 +202,4 @@ func sameReason(prev []string, r string) bool {
 		}
 	}
 	return false
-}
-
-// runHealth evaluates readiness every rules.Every until ctx is done, and
-// feeds the systemd watchdog while the pipeline progresses.
-func (p *pipeline) runHealth(ctx context.Context) error {
-	t := time.NewTicker(p.health.rules.Every)
-	defer t.Stop()
-	for {
-		st := p.health.evaluate(p.observe(ctx), p.tel.Query)
-		if st.Progressing {
-			p.notify.watchdog()
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
 }
