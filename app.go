@@ -20,6 +20,7 @@ import (
 	"lakehouse/internal/diskbudget"
 	"lakehouse/internal/fault"
 	"lakehouse/internal/health"
+	"lakehouse/internal/httpbound"
 	"lakehouse/internal/recentchange"
 	"lakehouse/internal/telemetry"
 	"lakehouse/marts"
@@ -50,7 +51,7 @@ type pipelineFlags struct {
 	httpAddr       string
 	httpRemote     bool
 	httpToken      string
-	httpBounds     httpBounds // --http-max-conns; the timeouts are tests' to change
+	httpBounds     httpbound.Bounds // --http-max-conns; the timeouts are tests' to change
 	logFormat      string
 	logLevel       string
 	noIngest       bool
@@ -295,9 +296,9 @@ type pipeline struct {
 	release *releaser // hands the heap back after a refresh or compaction
 
 	mu         sync.Mutex
-	httpURL    string       // base URL of the HTTP surface once it listens
-	httpConns  *connLimiter // its connections (nil before)
-	localConns *connLimiter // the local endpoint's connections (nil before)
+	httpURL    string             // base URL of the HTTP surface once it listens
+	httpConns  *httpbound.Limiter // its connections (nil before)
+	localConns *httpbound.Limiter // the local endpoint's connections (nil before)
 	queries    map[string]*stream.Query
 	ingest     *ingest.Ingester
 	marts      *marts.Marts

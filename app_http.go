@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"lakehouse/internal/dashboard"
+	"lakehouse/internal/httpbound"
 	"lakehouse/internal/observe"
 	"lakehouse/stream/sessions"
 	"lakehouse/table/restcatalog"
@@ -65,14 +66,14 @@ func isLoopback(host string) bool {
 
 // serveHTTP starts the HTTP surface and returns the function that shuts it
 // down (waiting up to 5 s for requests in flight). Its connections are
-// bounded in time and number (httpBounds, connLimiter).
+// bounded in time and number (httpbound).
 func (p *pipeline) serveHTTP(ctx context.Context, stderr io.Writer) (func(), error) {
 	ln, err := net.Listen("tcp", p.flags.httpAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s (another appliance on this port? pass --http ADDR or --http off): %w", p.flags.httpAddr, err)
 	}
-	b := p.flags.httpBounds.withDefaults()
-	srv, lim := boundedServer(withToken(p.flags.httpToken, p.handler()), ln, b)
+	b := p.flags.httpBounds.WithDefaults()
+	srv, lim := httpbound.Server(withToken(p.flags.httpToken, p.handler()), ln, b)
 	fmt.Fprintf(stderr, "%shttp://%s\n", observe.LinePrefix, ln.Addr())
 	p.mu.Lock()
 	p.httpURL = "http://" + ln.Addr().String()

@@ -21,23 +21,6 @@ import (
 	"lakehouse/table"
 )
 
-// TestDefaultMaxConns: the connection cap is a quarter of the open-file
-// limit, between 16 and 512, so the HTTP server never takes the
-// descriptors the streams and the catalog need.
-func TestDefaultMaxConns(t *testing.T) {
-	for _, tc := range []struct {
-		nofile uint64
-		want   int
-	}{{64, 16}, {1024, 256}, {4096, 512}, {1 << 20, 512}} {
-		if got := defaultMaxConns(tc.nofile); got != tc.want || uint64(got) > max(16, tc.nofile/4) {
-			t.Errorf("nofile %d: cap %d, want %d", tc.nofile, got, tc.want)
-		}
-	}
-	if b := (httpBounds{}).withDefaults(); b.MaxConns != defaultMaxConns(nofileLimit()) || b.Read <= 0 || b.Write <= 0 || b.Idle <= 0 || b.ReadHeader <= 0 {
-		t.Errorf("defaults: %+v", b)
-	}
-}
-
 // closedByServer reports whether the server has closed c (a read ends
 // in EOF or an error other than the deadline) within wait.
 // countClosedByServer waits on every connection at once and counts those
@@ -128,11 +111,11 @@ func TestIdleConnectionsCannotLockOut(t *testing.T) {
 	if closed < 26 {
 		t.Fatalf("inconclusive: the server closed %d of %d idle connections; want at least 26 at a cap of 4", closed, len(idle))
 	}
-	if peak := a.p.httpConns.peak.Load(); peak > 4 {
+	if peak := a.p.httpConns.Peak.Load(); peak > 4 {
 		t.Errorf("the server held %d connections at once, over the cap of 4", peak)
 	}
 	t.Logf("%d of %d idle connections closed by the server (%d evicted, %d refused), peak %d open",
-		closed, len(idle), a.p.httpConns.evicted.Load(), a.p.httpConns.refused.Load(), a.p.httpConns.peak.Load())
+		closed, len(idle), a.p.httpConns.Evicted.Load(), a.p.httpConns.Refused.Load(), a.p.httpConns.Peak.Load())
 	waitFor(t, 2*time.Minute, "bronze to commit past the idle connections", func() bool { return rows() > before })
 }
 
@@ -278,7 +261,7 @@ func TestLocalEndpointIdleConnectionsBounded(t *testing.T) {
 	a.p.mu.Lock()
 	lim := a.p.localConns
 	a.p.mu.Unlock()
-	if lim == nil || lim.evicted.Load()+lim.refused.Load() < 16 || lim.peak.Load() > localMaxConns {
+	if lim == nil || lim.Evicted.Load()+lim.Refused.Load() < 16 || lim.Peak.Load() > localMaxConns {
 		t.Fatalf("the local endpoint's cap of %d did not bite: %+v", localMaxConns, lim)
 	}
 }

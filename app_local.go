@@ -19,6 +19,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/broker/remote"
 	"lakehouse/internal/durable"
+	"lakehouse/internal/httpbound"
 	"lakehouse/internal/observe"
 	"lakehouse/table"
 	"lakehouse/table/restcatalog"
@@ -88,9 +89,9 @@ func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
 	}
 	// The same bounds as the public surface, with a cap of its own: a local
 	// process without the token must not hold the descriptors either.
-	b := defaultHTTPBounds
+	b := httpbound.Defaults
 	b.MaxConns = localMaxConns
-	srv, lim := boundedServer(withToken(info.Token, p.localHandler()), ln, b)
+	srv, lim := httpbound.Server(withToken(info.Token, p.localHandler()), ln, b)
 	p.mu.Lock()
 	p.localConns = lim
 	p.mu.Unlock()

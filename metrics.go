@@ -103,9 +103,9 @@ func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 	lim := c.p.httpConns
 	c.p.mu.Unlock()
 	if lim != nil {
-		gauge(mHTTPConns, float64(lim.open()))
-		counter(mHTTPEvicted, float64(lim.evicted.Load()))
-		counter(mHTTPRefused, float64(lim.refused.Load()))
+		gauge(mHTTPConns, float64(lim.Open()))
+		counter(mHTTPEvicted, float64(lim.Evicted.Load()))
+		counter(mHTTPRefused, float64(lim.Refused.Load()))
 	}
 	if in := o.Ingest; in != nil {
 		counter(mIngestSeen, float64(in.Seen))
