@@ -18,7 +18,9 @@ import (
 
 	"lakehouse/internal/dashboard"
 	"lakehouse/internal/httpbound"
+	"lakehouse/internal/metrics"
 	"lakehouse/internal/observe"
+	"lakehouse/internal/telemetry"
 	"lakehouse/stream/sessions"
 	"lakehouse/table/restcatalog"
 )
@@ -154,7 +156,7 @@ func (p *pipeline) handler() http.Handler {
 	mux.HandleFunc("GET "+observe.StatusPath, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, p.observeBrief(r.Context(), r.URL.Query()["query"]...).Status())
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(p), promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.NewRegistry(metricsSource{p}), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if down := p.health.State().IngestDown; down != "" {
@@ -268,4 +270,15 @@ func sessionMaxSetting(d time.Duration) string {
 		return sessions.DefaultMaxSessionLength.String()
 	}
 	return d.String()
+}
+
+// metricsSource is the pipeline as /metrics reads it.
+type metricsSource struct{ p *pipeline }
+
+func (m metricsSource) Observe(ctx context.Context) observe.Observation { return m.p.observe(ctx) }
+func (m metricsSource) Totals(query string) (telemetry.Totals, bool)    { return m.p.tel.Query(query) }
+func (m metricsSource) Conns() *httpbound.Limiter {
+	m.p.mu.Lock()
+	defer m.p.mu.Unlock()
+	return m.p.httpConns
 }

@@ -1,32 +1,52 @@
-package main
+// Package metrics renders the appliance's observation in the Prometheus
+// text format behind /metrics: the lakehouse_* families, read from one
+// observation at every scrape (the components keep plain counters; only
+// this package knows Prometheus), beside the Go runtime and process
+// collectors.
+//
+// What survives a crash: nothing; counters restart from zero with the
+// process, as Prometheus expects of a restart.
+package metrics
 
 import (
 	"context"
 	"math"
+	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"lakehouse/internal/httpbound"
+	"lakehouse/internal/observe"
 	"lakehouse/internal/telemetry"
 	"lakehouse/stream"
+	"lakehouse/table"
 )
 
-// newRegistry returns the registry behind /metrics: the appliance's own
-// metrics, read from an observation at every scrape (the components keep
-// plain counters; only this file knows Prometheus), and the Go runtime and
-// process collectors.
-func newRegistry(p *pipeline) *prometheus.Registry {
+// Source is what a scrape reads: one observation, each query's running
+// totals (their histograms, which an observation does not carry), and the
+// HTTP surface's connection limiter (nil before it serves).
+type Source interface {
+	Observe(ctx context.Context) observe.Observation
+	Totals(query string) (telemetry.Totals, bool)
+	Conns() *httpbound.Limiter
+}
+
+// NewRegistry returns the registry behind /metrics: the appliance's own
+// metrics, read from src at every scrape, and the Go runtime and process
+// collectors.
+func NewRegistry(src Source) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&applianceCollector{p: p})
+		&applianceCollector{src: src})
 	return reg
 }
 
 // applianceCollector is an unchecked collector: its metrics depend on the
 // topics, queries and tables present, so it describes none up front.
-type applianceCollector struct{ p *pipeline }
+type applianceCollector struct{ src Source }
 
 func (c *applianceCollector) Describe(chan<- *prometheus.Desc) {}
 
@@ -85,24 +105,21 @@ var (
 )
 
 // sinkTables maps a query to the table its sink's time column describes.
-var sinkTables = map[string]string{stream.BronzeQuery: "bronze.recentchange", telemetry.FreshQuery: "silver.edits"}
+var sinkTables = map[string]string{stream.BronzeQuery: table.Bronze, telemetry.FreshQuery: table.SilverEdits}
 
 func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	o := c.p.observe(ctx)
+	o := c.src.Observe(ctx)
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	gauge(mBuild, 1, o.Version, goVersion())
+	gauge(mBuild, 1, o.Version, runtime.Version())
 	gauge(mReady, b2f(o.Health.Ready))
-	c.p.mu.Lock()
-	lim := c.p.httpConns
-	c.p.mu.Unlock()
-	if lim != nil {
+	if lim := c.src.Conns(); lim != nil {
 		gauge(mHTTPConns, float64(lim.Open()))
 		counter(mHTTPEvicted, float64(lim.Evicted.Load()))
 		counter(mHTTPRefused, float64(lim.Refused.Load()))
@@ -163,7 +180,7 @@ func (c *applianceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(mQueryIDChanges, float64(q.IDChanges), q.Name)
 		// The histograms are the telemetry's: an observation carries
 		// only their sums.
-		h, _ := c.p.tel.Query(q.Name)
+		h, _ := c.src.Totals(q.Name)
 		ch <- prometheus.MustNewConstHistogram(mBatchDur, h.BatchDur.Count, h.BatchDur.Sum, h.BatchDur.Buckets(), q.Name)
 		ch <- prometheus.MustNewConstHistogram(mCommitDur, h.CommitDur.Count, h.CommitDur.Sum, h.CommitDur.Buckets(), q.Name)
 		if tbl, ok := sinkTables[q.Name]; ok && !t.Newest.IsZero() {
