@@ -13,12 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"lakehouse/broker"
-	"lakehouse/broker/kafka"
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/launch"
-	"lakehouse/internal/observe"
 	"lakehouse/internal/progress"
 	"lakehouse/table"
 )
@@ -339,63 +336,6 @@ func proveSource(cfg ProveConfig, res *ProveResult) (*replay.Server, string, err
 	return src, url, nil
 }
 
-// A kill lands at most two bronze batches past its target (see proveKill),
-// and the last one must leave some of the backlog uncommitted: a target
-// keeps three batches after it, so K kills fit a backlog of more than
-// 2K+1 batches, and sizeBatches gives them 2K+3.
-const batchesPerKill, batchesSpare = 2, 3
-
-// sizeBatches picks bronze's batch cap when none is set, so that the
-// backlog holds every kill asked for (a cap larger than a kill's share of
-// the backlog left the last kills nothing to land in), and refuses a set
-// cap too large for the kills.
-func sizeBatches(cfg *ProveConfig, backlog int64) error {
-	kills := int64(killCount(*cfg))
-	need := batchesPerKill*kills + batchesSpare
-	if cfg.MaxOffsetsPerTrigger <= 0 {
-		cfg.MaxOffsetsPerTrigger = int(max(1, min(DefaultProveMaxOffset, backlog/need)))
-		return nil
-	}
-	if len(cfg.KillFractions) == 0 && backlog <= (batchesPerKill*kills+1)*int64(cfg.MaxOffsetsPerTrigger) {
-		return fmt.Errorf("%d kills need a backlog of more than %d batches, and %d events are %d batches of %d: lower the batch cap (max-offsets-per-trigger) or raise the loops",
-			kills, batchesPerKill*kills+1, backlog, backlog/int64(cfg.MaxOffsetsPerTrigger), cfg.MaxOffsetsPerTrigger)
-	}
-	return nil
-}
-
-// aimKill is kill k's target (bronze rows): past where the kill before it
-// left bronze, and early enough that each kill after it still has room,
-// the last landing before the end of the backlog.
-func aimKill(cfg ProveConfig, res *ProveResult, k int, rng *rand.Rand) int64 {
-	batch := int64(cfg.MaxOffsetsPerTrigger)
-	left := int64(killCount(cfg) - k) // this kill and those after it
-	var prev int64
-	if n := len(res.KilledAt); n > 0 {
-		prev = res.KilledAt[n-1]
-	}
-	lo := prev + 1
-	hi := res.Backlog - batchesSpare*batch - batchesPerKill*batch*(left-1)
-	if hi <= lo {
-		return lo // too small a backlog (a cap set by hand): the kill check says so
-	}
-	return lo + rng.Int63n((hi-lo)/left+1)
-}
-
-// killFractions are the kill points: cfg.KillFractions, or increasing
-// random fractions of the backlog, one per kill.
-func killFractions(cfg ProveConfig, rng *rand.Rand) []float64 {
-	if len(cfg.KillFractions) > 0 {
-		return cfg.KillFractions
-	}
-	fracs := make([]float64, cfg.Kills)
-	for i := range fracs {
-		lo := 0.05 + 0.85*float64(i)/float64(cfg.Kills)
-		hi := 0.05 + 0.85*float64(i+1)/float64(cfg.Kills)
-		fracs[i] = lo + rng.Float64()*(hi-lo)
-	}
-	return fracs
-}
-
 // proveKill runs the appliance once (run k) and kills it: at the fault
 // hook cfg.CrashAt in the first run, else when about frac of the backlog
 // is in bronze. A kill that did not land strictly inside the backlog is
@@ -472,14 +412,6 @@ func proveKill(ctx context.Context, cfg ProveConfig, res *ProveResult, args []st
 	return nil
 }
 
-// killCount is the number of kills a run of cfg makes.
-func killCount(cfg ProveConfig) int {
-	if len(cfg.KillFractions) > 0 {
-		return len(cfg.KillFractions)
-	}
-	return cfg.Kills
-}
-
 // proveFinal is the last run: late events, drain, clean stop, then the
 // verifier against what the scenario expects (and, after a checkpoint
 // loss, that the restarted appliance reported it).
@@ -539,144 +471,4 @@ func proveFinal(ctx context.Context, cfg ProveConfig, res *ProveResult, src *rep
 	}
 	fmt.Fprintln(cfg.Out, "prove: "+res.Summary())
 	return err
-}
-
-func startRun(ctx context.Context, cfg ProveConfig, args, env []string, run int) (*launch.Child, error) {
-	return launchLog(ctx, cfg, args, env, fmt.Sprintf("prove-run-%d.log", run+1))
-}
-
-// launchLog starts the appliance with its output in DataDir/name.
-func launchLog(ctx context.Context, cfg ProveConfig, args, env []string, name string) (*launch.Child, error) {
-	cmd := cfg.Launch(args)
-	cmd.Env = append(append(append(os.Environ(), cfg.env...), env...), cmd.Env...)
-	return launch.Start(ctx, cmd, filepath.Join(cfg.DataDir, name), 2*time.Minute)
-}
-
-// killAt waits for the child to SIGKILL itself at target committed bronze
-// offsets (KillAtBronzeEnv; target 0: the parent kills it at once, before
-// any commit). bar shows the events committed, from the status.
-func killAt(ctx context.Context, c *launch.Child, target int64, timeout time.Duration, bar *progress.Reporter) error {
-	if target == 0 {
-		c.Kill()
-		return nil
-	}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if done, err := c.Exited(); done {
-			if !c.KilledBySignal() || !c.SawFault(KillAtBronzeHook) {
-				return fmt.Errorf("appliance exited before the kill (%v); see %s", err, c.LogPath())
-			}
-			return nil
-		}
-		if st, err := observe.FetchStatus(ctx, c.Base, "bronze"); err == nil {
-			if q, ok := st.Queries["bronze"]; ok && q.Batch >= 0 {
-				bar.Set(st.Topics[DefaultTopic] - q.Lag)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			c.Kill()
-			return ctx.Err()
-		case <-c.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	c.Kill()
-	return fmt.Errorf("bronze did not reach %d events within %s; see %s", target, timeout, c.LogPath())
-}
-
-func waitExit(ctx context.Context, c *launch.Child, timeout time.Duration) error {
-	select {
-	case <-c.Done():
-		return nil
-	case <-time.After(timeout):
-		c.Kill()
-		return fmt.Errorf("%w: the armed fault hook did not kill the appliance within %s", ErrInconclusive, timeout)
-	case <-ctx.Done():
-		c.Kill()
-		return ctx.Err()
-	}
-}
-
-// waitDrained polls until the broker holds want messages and every
-// streaming query has no lag, twice in a row. bar shows every query's lag
-// and the broker's count.
-func waitDrained(ctx context.Context, c *launch.Child, want int64, timeout time.Duration, bar *progress.Reporter) error {
-	deadline := time.Now().Add(timeout)
-	stable := 0
-	for time.Now().Before(deadline) {
-		if done, err := c.Exited(); done {
-			return fmt.Errorf("appliance exited while draining (%v); see %s", err, c.LogPath())
-		}
-		st, err := observe.FetchStatus(ctx, c.Base)
-		if err == nil {
-			bar.SetNote(st.DrainNote(DefaultTopic, want))
-			if st.Drained(DefaultTopic, want) {
-				stable++
-				if stable >= 2 {
-					return nil
-				}
-			} else {
-				stable = 0
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("pipeline did not drain within %s; see %s", timeout, c.LogPath())
-}
-
-// openBroker opens the broker a prove run's appliance used: its data
-// directory's broker.db, or the Kafka cluster at url.
-func openBroker(ctx context.Context, dir, url string) (broker.Log, error) {
-	if url == "" {
-		return broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
-	}
-	cfg, err := kafka.ParseURL(url)
-	if err != nil {
-		return nil, err
-	}
-	cfg.ReadOnly = true // registers no producer: fences nobody
-	return kafka.Open(ctx, cfg)
-}
-
-// RunDir opens the broker (broker.db, or the Kafka cluster at brokerURL)
-// and the lake of a stopped appliance read-only and runs the verifier,
-// showing its reading on show.
-func RunDir(ctx context.Context, lakeCfg table.Config, brokerURL string, exp Expect, show progress.Display) (Report, error) {
-	db, err := openBroker(ctx, lakeCfg.Dir, brokerURL)
-	if err != nil {
-		return Report{}, err
-	}
-	defer db.Close()
-	lake, err := table.Open(ctx, lakeCfg)
-	if err != nil {
-		return Report{}, err
-	}
-	defer lake.Close()
-	return Run(ctx, db, lake, exp, show)
-}
-
-func bronzeRows(ctx context.Context, lakeCfg table.Config) (int64, error) {
-	lake, err := table.Open(ctx, lakeCfg)
-	if err != nil {
-		return 0, err
-	}
-	defer lake.Close()
-	recs, err := lake.Scan(ctx, table.Bronze)
-	if err != nil {
-		if errors.Is(err, table.ErrNoSuchTable) {
-			return 0, nil
-		}
-		return 0, err
-	}
-	defer release(recs)
-	var n int64
-	for _, r := range recs {
-		n += r.NumRows()
-	}
-	return n, nil
 }
