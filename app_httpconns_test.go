@@ -18,6 +18,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/health"
+	"lakehouse/internal/localapi"
 	"lakehouse/table"
 )
 
@@ -224,7 +225,7 @@ func TestLargeRESTRequestsRefused(t *testing.T) {
 
 // TestLocalEndpointIdleConnectionsBounded: the local endpoint that query,
 // verify, topics and status use beside a running appliance has the same
-// bounds as the public surface: with localMaxConns+16 connections held
+// bounds as the public surface: with localapi.MaxConns+16 connections held
 // idle by a process without the token, `topics` and `status` still answer
 // through it, the server closed at least 16 of the idle ones, its limiter
 // evicted or refused at least 16 and it never held more than the cap.
@@ -233,15 +234,15 @@ func TestLocalEndpointIdleConnectionsBounded(t *testing.T) {
 	src.Loops(replay.Generate(44, 200), 1)
 	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.refresh = 0 })
 	dir := a.p.flags.data
-	var info localInfo
+	var info localapi.Info
 	waitFor(t, time.Minute, "appliance.json", func() bool {
 		var err error
-		info, err = readLocalInfo(dir)
+		info, err = localapi.ReadInfo(dir)
 		return err == nil
 	})
 	host := strings.TrimPrefix(info.URL, "http://")
 	var idle []net.Conn
-	for range localMaxConns + 16 {
+	for range localapi.MaxConns + 16 {
 		c, err := net.Dial("tcp", host)
 		if err != nil {
 			t.Fatal(err)
@@ -261,7 +262,7 @@ func TestLocalEndpointIdleConnectionsBounded(t *testing.T) {
 	a.p.mu.Lock()
 	lim := a.p.localConns
 	a.p.mu.Unlock()
-	if lim == nil || lim.Evicted.Load()+lim.Refused.Load() < 16 || lim.Peak.Load() > localMaxConns {
-		t.Fatalf("the local endpoint's cap of %d did not bite: %+v", localMaxConns, lim)
+	if lim == nil || lim.Evicted.Load()+lim.Refused.Load() < 16 || lim.Peak.Load() > localapi.MaxConns {
+		t.Fatalf("the local endpoint's cap of %d did not bite: %+v", localapi.MaxConns, lim)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	icetable "github.com/apache/iceberg-go/table"
 
+	"lakehouse/internal/localapi"
 	"lakehouse/marts"
 	"lakehouse/table"
 	"lakehouse/table/restcatalog"
@@ -14,7 +15,7 @@ import (
 
 // icebergPath is where the HTTP surface serves the lake's catalog over the
 // Iceberg REST protocol: a client's catalog URI is http://<--http>/iceberg.
-const icebergPath = "/iceberg"
+const icebergPath = localapi.IcebergPath
 
 // ownNamespaces are the namespaces of the tables the appliance writes
 // (bronze, silver, gold, ops): their only writer is the appliance, whose

@@ -10,62 +10,22 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	icetable "github.com/apache/iceberg-go/table"
 
 	"lakehouse/broker"
 	"lakehouse/broker/remote"
-	"lakehouse/internal/durable"
 	"lakehouse/internal/httpbound"
+	"lakehouse/internal/localapi"
 	"lakehouse/internal/observe"
 	"lakehouse/table"
 	"lakehouse/table/restcatalog"
 )
 
-// The local endpoint is how the commands that read a lake (query, verify,
-// topics, status) reach an appliance running on the same data directory.
-// broker.db and catalog.db admit one bbolt process at a time, so beside a
-// running appliance a command cannot open them; instead the appliance
-// serves their reads. At start it listens on an ephemeral loopback port
-// with a random bearer token and writes both to <data>/appliance.json
-// (mode 0600: only the user who can read the data directory can use it),
-// and removes the file when it stops. A command that finds the file, and an
-// appliance answering at its address, reads through it:
-//
-//   - the tables through the Iceberg REST catalog (read-only) under
-//     /iceberg, planning and reading the data files itself;
-//   - the broker's records under /broker (package broker/remote);
-//   - a lease under /leases, taken before it plans and released when it
-//     is done: the appliance's snapshot expiry keeps every leased snapshot,
-//     so compaction and expiry never delete a file a command is reading;
-//   - the appliance's status under /api/status.
-//
-// The endpoint runs whatever --http says (it serves nothing --http does not
-// already serve, to the data directory's owner only), and a command never
-// writes through it. The commands work as before when nothing runs.
-const applianceFile = "appliance.json"
-
-// localInfo is appliance.json.
-type localInfo struct {
-	PID     int       `json:"pid"`
-	URL     string    `json:"url"` // http://127.0.0.1:port
-	Token   string    `json:"token"`
-	Started time.Time `json:"started"`
-	Version string    `json:"version"`
-	// Embedded says which bbolt files the appliance holds: "broker",
-	// "catalog" (an appliance on Kafka or a REST catalog holds fewer).
-	Embedded []string `json:"embedded"`
-}
-
-// Local endpoint paths.
-const (
-	localMaxConns   = 64 // the readers of one data directory: query, verify, topics, status
-	localBrokerPath = "/broker"
-	localLeasePath  = "/leases"
-)
+// The local endpoint (package internal/localapi says what it is for and
+// serves) runs beside the HTTP surface; the appliance writes
+// appliance.json once it listens and removes it as it stops.
 
 // serveLocal starts the local endpoint and writes appliance.json; the
 // returned function stops it and removes the file.
@@ -79,7 +39,7 @@ func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
 		ln.Close()
 		return nil, fmt.Errorf("local endpoint: %w", err)
 	}
-	info := localInfo{PID: os.Getpid(), URL: "http://" + ln.Addr().String(), Token: hex.EncodeToString(tok[:]),
+	info := localapi.Info{PID: os.Getpid(), URL: "http://" + ln.Addr().String(), Token: hex.EncodeToString(tok[:]),
 		Started: time.Now().UTC(), Version: buildVersion()}
 	if _, ok := p.db.(*broker.DB); ok {
 		info.Embedded = append(info.Embedded, "broker")
@@ -90,7 +50,7 @@ func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
 	// The same bounds as the public surface, with a cap of its own: a local
 	// process without the token must not hold the descriptors either.
 	b := httpbound.Defaults
-	b.MaxConns = localMaxConns
+	b.MaxConns = localapi.MaxConns
 	srv, lim := httpbound.Server(withToken(info.Token, p.localHandler()), ln, b)
 	p.mu.Lock()
 	p.localConns = lim
@@ -100,20 +60,14 @@ func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
 			p.log.Error("local endpoint stopped", "err", err)
 		}
 	}()
-	js, err := json.MarshalIndent(info, "", "  ")
-	if err == nil {
-		err = durable.WriteFile(p.flags.data, applianceFile, append(js, '\n')) // a temp file of mode 0600, renamed
-	}
-	if err != nil {
+	if err := localapi.WriteInfo(p.flags.data, info); err != nil {
 		_ = srv.Close()
-		return nil, fmt.Errorf("local endpoint: write %s: %w", applianceFile, err)
+		return nil, fmt.Errorf("local endpoint: %w", err)
 	}
 	return func() {
 		// Removed first: a command starting now opens the files, which the
 		// appliance releases as it stops.
-		if cur, err := readLocalInfo(p.flags.data); err == nil && cur.PID == info.PID && cur.Token == info.Token {
-			_ = os.Remove(filepath.Join(p.flags.data, applianceFile))
-		}
+		localapi.RemoveInfo(p.flags.data, info)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
@@ -126,7 +80,7 @@ func (p *pipeline) localHandler() http.Handler {
 	mux.HandleFunc("GET "+observe.ObservationPath, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, p.observe(r.Context()))
 	})
-	mux.Handle(localBrokerPath+"/", http.StripPrefix(localBrokerPath, remote.Handler(p.db)))
+	mux.Handle(localapi.BrokerPath+"/", http.StripPrefix(localapi.BrokerPath, remote.Handler(p.db)))
 	if p.lake != nil {
 		rest := restcatalog.New(p.lake.Catalog(), restcatalog.Options{
 			ReadOnly: func(icetable.Identifier) bool { return true },
@@ -135,7 +89,7 @@ func (p *pipeline) localHandler() http.Handler {
 		})
 		mux.Handle("GET "+icebergPath+"/", http.StripPrefix(icebergPath, rest))
 		mux.Handle("HEAD "+icebergPath+"/", http.StripPrefix(icebergPath, rest))
-		mux.HandleFunc("POST "+localLeasePath, func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("POST "+localapi.LeasePath, func(w http.ResponseWriter, r *http.Request) {
 			var req struct {
 				Tables []string `json:"tables"`
 				TTL    string   `json:"ttl"`
@@ -156,7 +110,7 @@ func (p *pipeline) localHandler() http.Handler {
 			}
 			writeJSON(w, http.StatusOK, ls)
 		})
-		mux.HandleFunc("DELETE "+localLeasePath+"/{id}", func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("DELETE "+localapi.LeasePath+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 			if err := p.lake.Release(r.PathValue("id")); errors.Is(err, table.ErrNoLease) {
 				http.Error(w, err.Error(), http.StatusNotFound)
 				return
@@ -165,20 +119,4 @@ func (p *pipeline) localHandler() http.Handler {
 		})
 	}
 	return mux
-}
-
-// readLocalInfo reads <data>/appliance.json.
-func readLocalInfo(data string) (localInfo, error) {
-	var info localInfo
-	b, err := os.ReadFile(filepath.Join(data, applianceFile))
-	if err != nil {
-		return info, err
-	}
-	if err := json.Unmarshal(b, &info); err != nil {
-		return info, fmt.Errorf("read %s: %w", filepath.Join(data, applianceFile), err)
-	}
-	if info.URL == "" || !strings.HasPrefix(info.URL, "http://127.0.0.1:") {
-		return info, fmt.Errorf("read %s: no loopback address", filepath.Join(data, applianceFile))
-	}
-	return info, nil
 }

@@ -74,7 +74,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		ls, release, err := live.lease(ctx, idents, *timeout+leaseMargin)
+		ls, release, err := live.Lease(ctx, idents, *timeout+leaseMargin)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// The appliance running on the data directory answers on its
 		// local endpoint whatever its --http.
 		if live, err := c.live(ctx); err == nil && live != nil {
-			*addr, *token = live.info.URL, live.info.Token
+			*addr, *token = live.Info().URL, live.Info().Token
 		}
 	}
 	base := *addr

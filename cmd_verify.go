@@ -59,12 +59,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// Beside a running appliance: its files are in use (the page
 		// check reads them when it is stopped), and its expiry keeps every
 		// snapshot from now on while verify reads.
-		filesMark, files = "skip", "held by the appliance running on this data directory (pid "+strconv.Itoa(live.info.PID)+"); verify checks every page when it is stopped"
+		filesMark, files = "skip", "held by the appliance running on this data directory (pid "+strconv.Itoa(live.Info().PID)+"); verify checks every page when it is stopped"
 		idents, err := lake.Tables(ctx)
 		if err != nil {
 			return err
 		}
-		_, release, err := live.lease(ctx, idents, verifyLease)
+		_, release, err := live.Lease(ctx, idents, verifyLease)
 		if err != nil {
 			return err
 		}

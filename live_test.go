@@ -13,6 +13,7 @@ import (
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/fault"
 	"lakehouse/internal/health"
+	"lakehouse/internal/localapi"
 	"lakehouse/table"
 )
 
@@ -56,7 +57,7 @@ func TestReadersBesideARunningAppliance(t *testing.T) {
 	}
 	t.Cleanup(stop)
 	waitFor(t, time.Minute, "appliance.json", func() bool {
-		_, err := os.Stat(filepath.Join(dir, applianceFile))
+		_, err := os.Stat(filepath.Join(dir, localapi.File))
 		return err == nil
 	})
 
@@ -106,7 +107,7 @@ func TestReadersBesideARunningAppliance(t *testing.T) {
 	}
 	_, liveTopics := cli("topics", "--data", dir)
 	stop()
-	if _, err := os.Stat(filepath.Join(dir, applianceFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, localapi.File)); !os.IsNotExist(err) {
 		t.Errorf("appliance.json after a clean stop: %v", err)
 	}
 	for i, q := range questions {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lakehouse/internal/boltfile"
+	"lakehouse/internal/localapi"
 )
 
 // TestHeldDataDirectoryNamesHolder: a second process on a data directory
@@ -30,7 +31,7 @@ func TestHeldDataDirectoryNamesHolder(t *testing.T) {
 	}
 	defer func() { _ = child.Process.Signal(syscall.SIGTERM); _ = child.Wait() }()
 	waitFor(t, time.Minute, "the appliance's local endpoint", func() bool {
-		_, err := os.Stat(filepath.Join(dir, applianceFile))
+		_, err := os.Stat(filepath.Join(dir, localapi.File))
 		return err == nil
 	})
 	owner := filepath.Join(dir, "broker.db.owner")

@@ -20,6 +20,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"lakehouse/broker"
+	"lakehouse/internal/localapi"
 	"lakehouse/marts"
 	"lakehouse/table"
 	"lakehouse/verify"
@@ -410,7 +411,7 @@ func TestDemoOnS3(t *testing.T) {
 	}
 	defer func() { _ = child.Process.Signal(syscall.SIGTERM); _ = child.Wait() }()
 	waitFor(t, time.Minute, "the appliance's local endpoint", func() bool {
-		_, err := os.Stat(filepath.Join(dir, applianceFile))
+		_, err := os.Stat(filepath.Join(dir, localapi.File))
 		return err == nil
 	})
 	var live strings.Builder

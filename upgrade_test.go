@@ -11,6 +11,7 @@ import (
 
 	icetable "github.com/apache/iceberg-go/table"
 
+	"lakehouse/internal/localapi"
 	"lakehouse/table"
 )
 
@@ -73,7 +74,7 @@ func TestOlderLakeUpgradedByRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Minute, "the appliance's local endpoint", func() bool {
-		_, err := os.Stat(filepath.Join(dir, applianceFile))
+		_, err := os.Stat(filepath.Join(dir, localapi.File))
 		return err == nil
 	})
 	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
