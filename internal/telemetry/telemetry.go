@@ -32,24 +32,17 @@ type Telemetry struct {
 	Logs    *LogRing   // the warnings and errors logged (New makes one; a logger's RingHandler may share its own)
 }
 
-// Totals are one query's totals since the process started.
+// Totals are one query's totals since the process started: the counters
+// an observation shows (observe.Totals; Wire fills its second sums from
+// the durations), and what readiness and /metrics read beside them.
 type Totals struct {
-	Batches     int64                `json:"batches"`
-	RowsIn      int64                `json:"rows_in"`
-	RowsOut     int64                `json:"rows_out"`
-	Skipped     int64                `json:"rows_skipped"` // not the query's kind of row (silver: not an edit or new page)
-	Late        int64                `json:"rows_late"`
-	Duplicates  int64                `json:"rows_duplicate"`
-	Unparseable int64                `json:"rows_unparseable"`
-	Last        stream.Progress      `json:"-"`
-	LastAt      time.Time            `json:"last_batch_at,omitzero"`
-	CaughtUpAt  time.Time            `json:"caught_up_at,omitzero"` // last time a batch ended with nothing left to read
-	Newest      time.Time            `json:"newest,omitzero"`       // newest committed time of the sink's time column
-	Freshness   stream.Histogram     `json:"-"`                     // ages of committed rows at commit
-	BatchDur    Durations            `json:"-"`
-	CommitDur   Durations            `json:"-"`
-	recent      [recentBatches]Batch // ring of the newest batches
-	recentN     int
+	observe.Totals
+	Last      stream.Progress  // the newest batch
+	Freshness stream.Histogram // ages of committed rows at commit
+	BatchDur  Durations
+	CommitDur Durations
+	recent    [recentBatches]Batch // ring of the newest batches
+	recentN   int
 }
 
 // recentBatches is how many of a query's newest batches a Totals keeps.
@@ -137,9 +130,9 @@ func (t *Telemetry) Query(name string) (Totals, bool) {
 
 // Wire is the totals as an observation shows them.
 func (q *Totals) Wire() observe.Totals {
-	return observe.Totals{Batches: q.Batches, RowsIn: q.RowsIn, RowsOut: q.RowsOut, Skipped: q.Skipped, Late: q.Late,
-		Duplicates: q.Duplicates, Unparseable: q.Unparseable, LastAt: q.LastAt, CaughtUpAt: q.CaughtUpAt, Newest: q.Newest,
-		BatchSeconds: q.BatchDur.Sum, CommitSeconds: q.CommitDur.Sum}
+	w := q.Totals
+	w.BatchSeconds, w.CommitSeconds = q.BatchDur.Sum, q.CommitDur.Sum
+	return w
 }
 
 // Window sums a query's batches that ended within d of now: their
