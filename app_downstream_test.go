@@ -10,6 +10,7 @@ import (
 
 	"lakehouse/marts"
 	"lakehouse/stream/lakeio"
+	"lakehouse/stream/silver/silvertest"
 	"lakehouse/table"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestProtectNamesEachReader(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	lake := openLake(t, dir)
+	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	p := &pipeline{lake: lake, log: slog.New(slog.DiscardHandler)}
 	for _, ident := range []string{table.Bronze, table.SilverEdits} {

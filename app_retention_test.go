@@ -11,6 +11,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/stream"
+	"lakehouse/stream/silver/silvertest"
 	"lakehouse/table"
 )
 
@@ -44,7 +45,7 @@ func TestRunRetentionTrimsBothTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	lake := openLake(t, dir)
+	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	old := time.Now().Add(-48 * time.Hour)
 	for _, topic := range []string{ingest.DefaultTopic, ingest.DefaultDLQTopic} {

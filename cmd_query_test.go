@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"lakehouse/stream/silver/silvertest"
 	"lakehouse/table"
 )
 
@@ -16,7 +17,7 @@ func queryLake(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "lake")
-	lake := openLake(t, dir)
+	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
 	rec := bronzeEdits(3)
 	defer rec.Release()

@@ -11,27 +11,22 @@ import (
 	"lakehouse/table"
 )
 
-// The topics of the retention tests (the appliance's names).
-const retainTopic, retainDLQTopic = "recentchange", "recentchange.dlq"
+// retainDLQTopic is the dead-letter topic of the retention tests (the
+// appliance's name; testTopic is the other).
+const retainDLQTopic = "recentchange.dlq"
 
 // TestRetentionNeverPassesBronze: broker retention trims old records only
 // below what bronze has committed, and nothing before bronze's first commit.
 func TestRetentionNeverPassesBronze(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBroker(t, filepath.Join(dir, "broker.db"), 2)
 	defer db.Close()
-	if err := db.CreateTopic(ctx, retainTopic, 2); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	var recs []broker.Record
 	for i := 0; i < 10; i++ {
 		for p := 0; p < 2; p++ {
-			recs = append(recs, broker.Record{Topic: retainTopic, Partition: p, Value: []byte("{}"), Timestamp: now.Add(-2 * time.Hour)})
+			recs = append(recs, broker.Record{Topic: testTopic, Partition: p, Value: []byte("{}"), Timestamp: now.Add(-2 * time.Hour)})
 		}
 	}
 	if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
@@ -40,7 +35,7 @@ func TestRetentionNeverPassesBronze(t *testing.T) {
 	lake := openLake(t, dir)
 	defer lake.Close()
 	// Before bronze committed anything: nothing may go.
-	if n, err := RetainBronze(ctx, db, lake, retainTopic, time.Hour, 0, now); err != nil || n != 0 {
+	if n, err := RetainBronze(ctx, db, lake, testTopic, time.Hour, 0, now); err != nil || n != 0 {
 		t.Fatalf("retention before any bronze commit: removed %d, %v; want 0", n, err)
 	}
 	// Bronze has committed offsets 0..3 of partition 0 and nothing of 1.
@@ -48,16 +43,16 @@ func TestRetentionNeverPassesBronze(t *testing.T) {
 	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: BronzeQuery, ID: 0, Offsets: string(end.Offset())}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := RetainBronze(ctx, db, lake, retainTopic, time.Hour, 0, now)
+	n, err := RetainBronze(ctx, db, lake, testTopic, time.Hour, 0, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	offs, _ := db.Offsets(ctx, retainTopic)
+	offs, _ := db.Offsets(ctx, testTopic)
 	if n != 4 || offs[0].Start != 4 || offs[1].Start != 0 {
 		t.Fatalf("retention: removed %d, starts %d/%d; want 4 removed, starts 4/0", n, offs[0].Start, offs[1].Start)
 	}
 	// Records younger than the limit stay even below the floor.
-	if n, _ := RetainBronze(ctx, db, lake, retainTopic, 3*time.Hour, 0, now); n != 0 {
+	if n, _ := RetainBronze(ctx, db, lake, testTopic, 3*time.Hour, 0, now); n != 0 {
 		t.Fatalf("retention with a longer age: removed %d, want 0", n)
 	}
 }
@@ -69,20 +64,15 @@ func TestRetentionNeverPassesBronze(t *testing.T) {
 func TestDLQRetention(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := broker.Open(filepath.Join(dir, "broker.db"), broker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBroker(t, filepath.Join(dir, "broker.db"), 1)
 	defer db.Close()
-	for _, topic := range []string{retainTopic, retainDLQTopic} {
-		if err := db.CreateTopic(ctx, topic, 1); err != nil {
-			t.Fatal(err)
-		}
+	if err := db.CreateTopic(ctx, retainDLQTopic, 1); err != nil {
+		t.Fatal(err)
 	}
 	now := time.Now()
 	var recs []broker.Record
 	for i, age := range []time.Duration{40 * 24 * time.Hour, 31 * 24 * time.Hour, 24 * time.Hour, time.Minute} {
-		for _, topic := range []string{retainTopic, retainDLQTopic} {
+		for _, topic := range []string{testTopic, retainDLQTopic} {
 			recs = append(recs, broker.Record{Topic: topic, Partition: 0, Value: []byte{byte(i)}, Timestamp: now.Add(-age)})
 		}
 	}
@@ -105,7 +95,7 @@ func TestDLQRetention(t *testing.T) {
 		}
 	}
 	dlq, _ := db.Offsets(ctx, retainDLQTopic)
-	main, _ := db.Offsets(ctx, retainTopic)
+	main, _ := db.Offsets(ctx, testTopic)
 	if dlq[0].Start != 2 || dlq[0].End != 4 || main[0].Start != 0 {
 		t.Errorf("after DLQ retention: dlq %+v (want start 2, end 4), recentchange %+v (want start 0)", dlq[0], main[0])
 	}
@@ -124,7 +114,7 @@ func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.CreateTopic(ctx, retainTopic, 2); err != nil {
+	if err := db.CreateTopic(ctx, testTopic, 2); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
@@ -132,14 +122,14 @@ func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 		var recs []broker.Record
 		for j := i; j < i+20; j++ {
 			v := fmt.Appendf(nil, `{"meta":{"id":"%08x-%d"},"title":"Page %d","user":"U%d","pad":"%0300d"}`, j*7919, j, j%313, j%97, j)
-			recs = append(recs, broker.Record{Topic: retainTopic, Partition: j % 2, Value: v, Timestamp: now})
+			recs = append(recs, broker.Record{Topic: testTopic, Partition: j % 2, Value: v, Timestamp: now})
 		}
 		if _, err := db.Append(ctx, broker.Batch{Records: recs}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	stored := func() (total int64, starts [2]int64) {
-		offs, err := db.Offsets(ctx, retainTopic)
+		offs, err := db.Offsets(ctx, testTopic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +143,7 @@ func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 	limit := full / 4
 	lake := openLake(t, dir)
 	defer lake.Close()
-	if n, err := RetainBronze(ctx, db, lake, retainTopic, 0, limit, now); err != nil || n != 0 {
+	if n, err := RetainBronze(ctx, db, lake, testTopic, 0, limit, now); err != nil || n != 0 {
 		t.Fatalf("size retention before any bronze commit: removed %d, %v; want 0", n, err)
 	}
 	// Bronze has landed 300 records of partition 0 and 1,500 of 1.
@@ -161,7 +151,7 @@ func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: BronzeQuery, ID: 0, Offsets: string(floor.Offset())}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RetainBronze(ctx, db, lake, retainTopic, 7*24*time.Hour, limit, now); err != nil {
+	if _, err := RetainBronze(ctx, db, lake, testTopic, 7*24*time.Hour, limit, now); err != nil {
 		t.Fatal(err)
 	}
 	_, starts := stored()
@@ -173,7 +163,7 @@ func TestRetentionBytesNeverPassesBronze(t *testing.T) {
 	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: BronzeQuery, ID: 1, Offsets: string(floor.Offset())}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RetainBronze(ctx, db, lake, retainTopic, 7*24*time.Hour, limit, now); err != nil {
+	if _, err := RetainBronze(ctx, db, lake, testTopic, 7*24*time.Hour, limit, now); err != nil {
 		t.Fatal(err)
 	}
 	left, starts := stored()

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,21 +9,6 @@ import (
 
 	"lakehouse/table"
 )
-
-// openLake opens the lake in dir with its tables; the caller closes it.
-func openLake(t *testing.T, dir string) *table.Lake {
-	t.Helper()
-	ctx := context.Background()
-	lake, err := table.Open(ctx, table.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lake.EnsureTables(ctx); err != nil {
-		lake.Close()
-		t.Fatal(err)
-	}
-	return lake
-}
 
 // bronzeEdits is n bronze rows of partition 0, offsets 0..n-1, each an
 // edit event received and appended at noon UTC on 2026-12-01; the caller
