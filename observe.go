@@ -40,7 +40,10 @@ func (p *pipeline) observe(ctx context.Context) observe.Observation {
 			Connected: st.Connected, LastError: st.LastError, Paused: st.Paused, RatePerSecond: p.tel.IngestRate()}
 		o.Hops.SourceSeen = st.Seen
 	}
-	for _, t := range o.Topics {
+	for i, t := range o.Topics {
+		// The partitions' offsets only the whole observation shows
+		// (/metrics, the dashboard): /status, polled often, goes without.
+		o.Topics[i].Partitions, _ = p.db.Offsets(ctx, t.Name)
 		switch t.Name {
 		case ingest.DefaultTopic:
 			o.Hops.Broker = t.Records
@@ -92,7 +95,7 @@ func (p *pipeline) observe(ctx context.Context) observe.Observation {
 }
 
 // observeBrief gathers the part of an observation /status projects: the
-// broker's topics, the queries (only the named ones, if any: each query's
+// broker's topics (their counts, not their partitions), the queries (only the named ones, if any: each query's
 // lag reads its source, for silver and sessions table metadata), the Go
 // runtime and the object store's requests.
 func (p *pipeline) observeBrief(ctx context.Context, only ...string) observe.Observation {
@@ -101,8 +104,7 @@ func (p *pipeline) observeBrief(ctx context.Context, only ...string) observe.Obs
 		Runtime: observe.ReadRuntime(), ObjectStore: p.objectStoreRequests()}
 	if topics, err := p.db.Topics(ctx); err == nil {
 		for _, t := range topics {
-			offs, _ := p.db.Offsets(ctx, t.Name)
-			ot := observe.Topic{Name: t.Name, Partitions: offs}
+			ot := observe.Topic{Name: t.Name}
 			n, err := p.held.Count(ctx, t)
 			switch {
 			case err != nil:

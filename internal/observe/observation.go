@@ -14,7 +14,8 @@ import (
 // `lakehouse status` all show, gathered from the components themselves
 // (the broker's offsets, each query's checkpoint and source, each table's
 // current metadata) plus the telemetry the batches fed. A brief one
-// (Brief) holds only Topics, Queries, Runtime and ObjectStore.
+// (Brief) holds only Topics (without their partitions), Queries, Runtime
+// and ObjectStore.
 type Observation struct {
 	At       time.Time         `json:"at"`
 	Started  time.Time         `json:"started"`
