@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"lakehouse/internal/launch"
-	"lakehouse/internal/procmem"
 )
 
 // sampleEvery is how often a service's /proc figures are sampled.
@@ -70,18 +69,12 @@ func (s *service) sample() {
 
 // read takes one sample now (false: the process is gone).
 func (s *service) read() (memSample, bool) {
-	pid := s.Pid()
-	st, err := procmem.Status(pid, "VmHWM", "VmRSS", "RssAnon", "RssFile")
+	r, err := readProc(s.Pid())
 	if err != nil {
 		return memSample{}, false
 	}
-	m := memSample{T: time.Since(s.Started).Seconds(), HWM: st["VmHWM"], RSS: st["VmRSS"], Anon: st["RssAnon"], File: st["RssFile"]}
-	if stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err == nil {
-		if ticks, err := parseStatCPU(string(stat)); err == nil {
-			m.CPU = float64(ticks) / clockTicks
-		}
-	}
-	return m, true
+	return memSample{T: time.Since(s.Started).Seconds(), HWM: r.HWM, RSS: r.RSS, Anon: r.Anon, File: r.File,
+		CPU: float64(r.CPUTicks) / clockTicks}, true
 }
 
 // elapsed is the time since the child started, in seconds.
