@@ -12,6 +12,7 @@ import (
 
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
 	"lakehouse/internal/observe"
 	"lakehouse/internal/telemetry"
@@ -22,7 +23,8 @@ import (
 // `run`: ingest over real SSE from a replay server, the streams, the marts,
 // health and the HTTP surface on a free loopback port).
 type testAppliance struct {
-	p      *pipeline
+	p      *appliance.Appliance
+	log    *slog.Logger // the appliance's
 	src    *replay.Server
 	base   string // http://127.0.0.1:port
 	cancel context.CancelFunc
@@ -31,7 +33,7 @@ type testAppliance struct {
 
 // startAppliance starts the appliance on a fresh lake fed by replay; tune
 // may adjust the flags and health rules before it runs.
-func startAppliance(t *testing.T, src *replay.Server, tune func(*pipelineFlags, *health.Rules)) *testAppliance {
+func startAppliance(t *testing.T, src *replay.Server, tune func(*appliance.Config, *health.Rules)) *testAppliance {
 	t.Helper()
 	url, err := src.Start("127.0.0.1:0")
 	if err != nil {
@@ -43,29 +45,29 @@ func startAppliance(t *testing.T, src *replay.Server, tune func(*pipelineFlags, 
 
 // startApplianceAt is startAppliance for a replay already serving at url
 // (a restart: tune sets the data directory of the earlier run).
-func startApplianceAt(t *testing.T, src *replay.Server, url string, tune func(*pipelineFlags, *health.Rules)) *testAppliance {
+func startApplianceAt(t *testing.T, src *replay.Server, url string, tune func(*appliance.Config, *health.Rules)) *testAppliance {
 	t.Helper()
-	f := pipelineFlags{common: common{data: t.TempDir()}, source: url, userAgent: ingest.DefaultUserAgent,
-		partitions: ingest.DefaultPartitions, trigger: 200 * time.Millisecond, sessTrigger: 200 * time.Millisecond,
-		maxOffsets: 20_000, checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute,
-		refresh: time.Hour, httpAddr: "127.0.0.1:0"}
+	f := appliance.Config{Store: appliance.Store{Data: t.TempDir()}, Source: url, UserAgent: ingest.DefaultUserAgent,
+		Partitions: ingest.DefaultPartitions, Trigger: 200 * time.Millisecond, SessionsTrigger: 200 * time.Millisecond,
+		MaxOffsetsPerTrigger: 20_000, CheckpointLoss: "rebuild", Watermark: 10 * time.Minute, SessionGap: 30 * time.Minute,
+		Refresh: time.Hour, HTTPAddr: "127.0.0.1:0"}
 	rules := health.DefaultRules
 	rules.Every = 200 * time.Millisecond
 	if tune != nil {
 		tune(&f, &rules)
 	}
+	f.Health = rules
 	log := slog.New(&telemetry.RingHandler{Next: slog.NewTextHandler(io.Discard, nil), Ring: telemetry.NewLogRing(50)})
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := openPipeline(ctx, f, log)
+	p, err := appliance.Open(ctx, f, log)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	p.health = health.New(rules, log)
-	a := &testAppliance{p: p, src: src, cancel: cancel, errc: make(chan error, 1)}
-	go func() { a.errc <- p.run(ctx, io.Discard) }()
+	a := &testAppliance{p: p, log: log, src: src, cancel: cancel, errc: make(chan error, 1)}
+	go func() { a.errc <- p.Run(ctx, io.Discard) }()
 	t.Cleanup(a.stop)
-	if a.base = p.waitHTTP(ctx); a.base == "" {
+	if a.base = p.WaitHTTP(ctx); a.base == "" {
 		t.Fatal("the HTTP surface did not come up")
 	}
 	return a
@@ -119,7 +121,7 @@ func (a *testAppliance) get(t *testing.T, path string, header ...string) (int, s
 func (a *testAppliance) drained(t *testing.T, want int64) {
 	t.Helper()
 	waitFor(t, 2*time.Minute, "the pipeline to drain", func() bool {
-		return a.p.observeBrief(context.Background()).Status().Drained(ingest.DefaultTopic, want)
+		return a.p.Status(context.Background()).Drained(ingest.DefaultTopic, want)
 	})
 }
 
@@ -137,18 +139,18 @@ func (a *testAppliance) observation(t *testing.T) observe.Observation {
 	return o
 }
 
-func mustMarts(t *testing.T, p *pipeline) *marts.Marts {
+func mustMarts(t *testing.T, p *appliance.Appliance) *marts.Marts {
 	t.Helper()
-	_, m := p.components()
+	_, m := p.Components()
 	if m == nil {
 		t.Fatal("the marts have not started")
 	}
 	return m
 }
 
-func mustIngest(t *testing.T, p *pipeline) *ingest.Ingester {
+func mustIngest(t *testing.T, p *appliance.Appliance) *ingest.Ingester {
 	t.Helper()
-	in, _ := p.components()
+	in, _ := p.Components()
 	if in == nil {
 		t.Fatal("ingest has not started")
 	}

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
+	"lakehouse/internal/httpbound"
 	"lakehouse/internal/localapi"
 	"lakehouse/table"
 )
@@ -57,13 +59,13 @@ func closedByServer(c net.Conn, wait time.Duration) bool {
 func TestIdleConnectionsCannotLockOut(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 41, Restamp: true, Rate: 100})
 	src.Loops(replay.Generate(41, 6000), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) {
-		f.httpToken, f.refresh = "s3cret", 0
-		f.httpBounds.MaxConns = 4
+	a := startAppliance(t, src, func(f *appliance.Config, _ *health.Rules) {
+		f.HTTPToken, f.Refresh = "s3cret", 0
+		f.HTTPBounds.MaxConns = 4
 	})
 	ctx := context.Background()
 	rows := func() int64 {
-		st, err := a.p.lake.Stats(ctx, table.Bronze)
+		st, err := a.p.Lake().Stats(ctx, table.Bronze)
 		if err != nil {
 			return 0
 		}
@@ -112,11 +114,11 @@ func TestIdleConnectionsCannotLockOut(t *testing.T) {
 	if closed < 26 {
 		t.Fatalf("inconclusive: the server closed %d of %d idle connections; want at least 26 at a cap of 4", closed, len(idle))
 	}
-	if peak := a.p.httpConns.Peak.Load(); peak > 4 {
+	if peak := publicConns(a.p).Peak.Load(); peak > 4 {
 		t.Errorf("the server held %d connections at once, over the cap of 4", peak)
 	}
 	t.Logf("%d of %d idle connections closed by the server (%d evicted, %d refused), peak %d open",
-		closed, len(idle), a.p.httpConns.Evicted.Load(), a.p.httpConns.Refused.Load(), a.p.httpConns.Peak.Load())
+		closed, len(idle), publicConns(a.p).Evicted.Load(), publicConns(a.p).Refused.Load(), publicConns(a.p).Peak.Load())
 	waitFor(t, 2*time.Minute, "bronze to commit past the idle connections", func() bool { return rows() > before })
 }
 
@@ -127,9 +129,9 @@ func TestIdleConnectionsCannotLockOut(t *testing.T) {
 func TestSlowAndIdleConnectionsClosed(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 43, Restamp: true})
 	src.Loops(replay.Generate(43, 50), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) {
-		f.refresh = 0
-		f.httpBounds.Read, f.httpBounds.Idle, f.httpBounds.ReadHeader = time.Second, time.Second, time.Second
+	a := startAppliance(t, src, func(f *appliance.Config, _ *health.Rules) {
+		f.Refresh = 0
+		f.HTTPBounds.Read, f.HTTPBounds.Idle, f.HTTPBounds.ReadHeader = time.Second, time.Second, time.Second
 	})
 	host := strings.TrimPrefix(a.base, "http://")
 	slow, err := net.Dial("tcp", host)
@@ -185,7 +187,7 @@ func TestLargeRESTRequestsRefused(t *testing.T) {
 	dir := t.TempDir()
 	src := replay.New(replay.Config{Seed: 45, Restamp: true})
 	src.Loops(replay.Generate(45, 50), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.data, f.refresh = dir, 0 })
+	a := startAppliance(t, src, func(f *appliance.Config, _ *health.Rules) { f.Data, f.Refresh = dir, 0 })
 	a.drained(t, src.Counts().OnTime)
 	if code, body := a.restCall(t, http.MethodPost, "/namespaces", `{"namespace":["client"]}`); code != http.StatusOK {
 		t.Fatalf("create a namespace: %d %s", code, body)
@@ -232,8 +234,8 @@ func TestLargeRESTRequestsRefused(t *testing.T) {
 func TestLocalEndpointIdleConnectionsBounded(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 44, Restamp: true})
 	src.Loops(replay.Generate(44, 200), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.refresh = 0 })
-	dir := a.p.flags.data
+	a := startAppliance(t, src, func(f *appliance.Config, _ *health.Rules) { f.Refresh = 0 })
+	dir := a.p.Config().Data
 	var info localapi.Info
 	waitFor(t, time.Minute, "appliance.json", func() bool {
 		var err error
@@ -259,10 +261,14 @@ func TestLocalEndpointIdleConnectionsBounded(t *testing.T) {
 	if closed < 16 {
 		t.Fatalf("the local endpoint closed %d of %d idle connections; want at least 16", closed, len(idle))
 	}
-	a.p.mu.Lock()
-	lim := a.p.localConns
-	a.p.mu.Unlock()
+	_, lim := a.p.Conns()
 	if lim == nil || lim.Evicted.Load()+lim.Refused.Load() < 16 || lim.Peak.Load() > localapi.MaxConns {
 		t.Fatalf("the local endpoint's cap of %d did not bite: %+v", localapi.MaxConns, lim)
 	}
+}
+
+// publicConns is the HTTP surface's connection limiter.
+func publicConns(p *appliance.Appliance) *httpbound.Limiter {
+	pub, _ := p.Conns()
+	return pub
 }

@@ -17,7 +17,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
+	"lakehouse/internal/localapi"
 	"lakehouse/table"
 )
 
@@ -27,7 +29,7 @@ const restSchema = `{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id"
 // returns the status and body.
 func (a *testAppliance) restCall(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, a.base+icebergPath+"/v1/lakehouse"+path, strings.NewReader(body))
+	req, err := http.NewRequest(method, a.base+localapi.IcebergPath+"/v1/lakehouse"+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +103,9 @@ func TestRESTLocationSpellingsRefused(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(31, 200), 1)
-	a := startApplianceAt(t, src, url, func(f *pipelineFlags, _ *health.Rules) { f.data, f.refresh = dir, 0 })
+	a := startApplianceAt(t, src, url, func(f *appliance.Config, _ *health.Rules) { f.Data, f.Refresh = dir, 0 })
 	a.drained(t, src.Counts().OnTime)
-	wh := a.p.lake.Warehouse()
+	wh := a.p.Lake().Warehouse()
 	ok := func(method, path, body string) {
 		t.Helper()
 		if code, out := a.restCall(t, method, path, body); code != http.StatusOK {
@@ -191,9 +193,9 @@ func TestRESTLocationSpellingsRefused(t *testing.T) {
 	}
 	a.stop()
 
-	b := startApplianceAt(t, src, url, func(f *pipelineFlags, _ *health.Rules) { f.data, f.refresh = dir, 0 })
+	b := startApplianceAt(t, src, url, func(f *appliance.Config, _ *health.Rules) { f.Data, f.Refresh = dir, 0 })
 	defer b.stop()
-	if odd, err := b.p.lake.OddTables(context.Background()); err != nil || len(odd) != 0 {
+	if odd, err := b.p.Lake().OddTables(context.Background()); err != nil || len(odd) != 0 {
 		t.Errorf("after the restart: odd tables %v (%v)", odd, err)
 	}
 }
@@ -215,10 +217,10 @@ func TestOddCatalogEntriesDoNotBrick(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(33, 200), 1)
-	onData := func(f *pipelineFlags, _ *health.Rules) { f.data, f.refresh = dir, 0 }
+	onData := func(f *appliance.Config, _ *health.Rules) { f.Data, f.Refresh = dir, 0 }
 	a := startApplianceAt(t, src, url, onData)
 	a.drained(t, src.Counts().OnTime)
-	wh := a.p.lake.Warehouse()
+	wh := a.p.Lake().Warehouse()
 	a.stop()
 
 	db, err := bolt.Open(filepath.Join(dir, "catalog.db"), 0o644, nil)
@@ -282,7 +284,7 @@ func TestOddCatalogEntriesDoNotBrick(t *testing.T) {
 	if odd := c.observation(t).OddTables; len(odd) != 0 {
 		t.Errorf("after dropping: odd tables %v", odd)
 	}
-	tables, err := c.p.lake.Tables(context.Background())
+	tables, err := c.p.Lake().Tables(context.Background())
 	if err != nil || slices.Contains(tables, "client.x") || !slices.Contains(tables, table.Bronze) {
 		t.Errorf("tables after the drops: %v (%v)", tables, err)
 	}

@@ -15,7 +15,9 @@ import (
 	"testing"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
+	"lakehouse/internal/localapi"
 )
 
 // What the Apache Iceberg REST catalog OpenAPI definition
@@ -228,9 +230,9 @@ func oauthAllowed(code int) bool { return code == 200 || code == 400 || code == 
 func TestRESTSpecConformance(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 47, Restamp: true})
 	src.Loops(replay.Generate(47, 200), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.httpToken, f.refresh = "s3cret", 0 })
+	a := startAppliance(t, src, func(f *appliance.Config, _ *health.Rules) { f.HTTPToken, f.Refresh = "s3cret", 0 })
 	a.drained(t, src.Counts().OnTime)
-	wh := a.p.lake.Warehouse()
+	wh := a.p.Lake().Warehouse()
 	prefix := "lakehouse"
 	covered := map[string]map[int]bool{}
 	call := func(op string, path, body string, header ...string) (int, string) {
@@ -240,7 +242,7 @@ func TestRESTSpecConformance(t *testing.T) {
 			t.Fatalf("no expectations for %s", op)
 		}
 		method, _, _ := strings.Cut(op, " ")
-		r, err := http.NewRequest(method, a.base+icebergPath+strings.ReplaceAll(path, "{prefix}", prefix), strings.NewReader(body))
+		r, err := http.NewRequest(method, a.base+localapi.IcebergPath+strings.ReplaceAll(path, "{prefix}", prefix), strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -384,7 +386,7 @@ func TestRESTSpecConformance(t *testing.T) {
 		} `json:"metadata"`
 	}
 	_ = json.Unmarshal([]byte(body), &loaded)
-	r, _ := http.NewRequest(http.MethodGet, a.base+icebergPath+"/v1/lakehouse/namespaces/client/tables/t", nil)
+	r, _ := http.NewRequest(http.MethodGet, a.base+localapi.IcebergPath+"/v1/lakehouse/namespaces/client/tables/t", nil)
 	r.Header.Set("Authorization", "Bearer s3cret")
 	resp, err := http.DefaultClient.Do(r)
 	if err != nil {

@@ -17,7 +17,9 @@ import (
 	icetable "github.com/apache/iceberg-go/table"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
+	"lakehouse/internal/localapi"
 	"lakehouse/table"
 )
 
@@ -31,10 +33,10 @@ import (
 func TestIcebergRESTScansEqualEmbedded(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 21, Restamp: true})
 	src.Loops(replay.Generate(21, 400), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.httpToken = "s3cret" })
+	a := startAppliance(t, src, func(f *appliance.Config, _ *health.Rules) { f.HTTPToken = "s3cret" })
 	a.drained(t, src.Counts().OnTime)
 	ctx := context.Background()
-	uri := a.base + icebergPath
+	uri := a.base + localapi.IcebergPath
 
 	if _, err := rest.NewCatalog(ctx, "lakehouse", uri); !errors.Is(err, rest.ErrUnauthorized) {
 		t.Errorf("REST client without the token: got %v, want 401 (rest.ErrUnauthorized)", err)
@@ -82,7 +84,7 @@ func TestIcebergRESTScansEqualEmbedded(t *testing.T) {
 		t.Errorf("create a client table: %v", err)
 	}
 	if _, err := cl.CreateTable(ctx, icetable.Identifier{"client", "x"}, sc,
-		icecat.WithLocation(a.p.lake.Warehouse()+"/bronze.db/x")); !errors.Is(err, rest.ErrForbidden) {
+		icecat.WithLocation(a.p.Lake().Warehouse()+"/bronze.db/x")); !errors.Is(err, rest.ErrForbidden) {
 		t.Errorf("create a client table in bronze's directory: got %v, want 403 (rest.ErrForbidden)", err)
 	}
 	for _, ident := range []string{table.Bronze, table.SilverEdits} {
@@ -96,7 +98,7 @@ func TestIcebergRESTScansEqualEmbedded(t *testing.T) {
 		}
 		viaREST := tableRows(t, at)
 		at.Release()
-		recs, err := a.p.lake.Scan(ctx, ident)
+		recs, err := a.p.Lake().Scan(ctx, ident)
 		if err != nil {
 			t.Fatal(err)
 		}

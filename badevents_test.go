@@ -11,6 +11,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
 	"lakehouse/table"
 )
@@ -37,7 +38,7 @@ func TestBadEventsNeverStopSilver(t *testing.T) {
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(14, 300), 1)
 	src.Violations(len(replay.ViolationKinds))
-	onData := func(f *pipelineFlags, _ *health.Rules) { f.data = dir }
+	onData := func(f *appliance.Config, _ *health.Rules) { f.Data = dir }
 	ctx := context.Background()
 
 	a := startApplianceAt(t, src, url, onData)
@@ -101,7 +102,7 @@ func TestBadEventsNeverStopSilver(t *testing.T) {
 		t.Errorf("DLQ records after the restart: got %d, want %d", got, len(replay.ViolationKinds))
 	}
 	checkDLQTable(t, b, dlq)
-	for name, q := range b.p.observeBrief(ctx).Status().Queries {
+	for name, q := range b.p.Status(ctx).Queries {
 		if q.Error != "" {
 			t.Errorf("query %s after the restart: %s", name, q.Error)
 		}
@@ -125,7 +126,7 @@ func checkSilver(t *testing.T, a *testAppliance, want int64) {
 	if newest.After(time.Now()) {
 		t.Errorf("silver's newest event time %s is in the future", newest)
 	}
-	if q, ok := a.p.tel.Query("silver"); !ok || q.Late != 0 || q.Unparseable != 0 {
+	if q, ok := a.p.Telemetry().Query("silver"); !ok || q.Late != 0 || q.Unparseable != 0 {
 		t.Errorf("silver's totals: late %d, unparseable %d (present %v); want 0 and 0", q.Late, q.Unparseable, ok)
 	}
 }
@@ -134,7 +135,7 @@ func checkSilver(t *testing.T, a *testAppliance, want int64) {
 // newest event time.
 func silverRows(t *testing.T, a *testAppliance) (int, time.Time) {
 	t.Helper()
-	recs, err := a.p.lake.Scan(context.Background(), table.SilverEdits)
+	recs, err := a.p.Lake().Scan(context.Background(), table.SilverEdits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,14 +169,14 @@ func silverRows(t *testing.T, a *testAppliance) (int, time.Time) {
 func readTopicAll(t *testing.T, a *testAppliance, topic string) []broker.Message {
 	t.Helper()
 	ctx := context.Background()
-	offs, err := a.p.db.Offsets(ctx, topic)
+	offs, err := a.p.Broker().Offsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []broker.Message
 	for _, p := range offs {
 		for from := p.Start; from < p.End; {
-			ms, err := a.p.db.Read(ctx, topic, p.Partition, from, 1000)
+			ms, err := a.p.Broker().Read(ctx, topic, p.Partition, from, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}

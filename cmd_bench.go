@@ -14,12 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/bench"
-	"lakehouse/internal/observe"
 	"lakehouse/stream"
-	"lakehouse/table"
 )
 
 func init() {
@@ -95,25 +93,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return bench.MissingFromSilver(rep)
 }
 
-// benchAppliance is the pipeline as bench.Appliance.
-type benchAppliance struct{ p *pipeline }
+// benchAppliance is the appliance as bench.Appliance.
+type benchAppliance struct{ *appliance.Appliance }
 
-func (a benchAppliance) Run(ctx context.Context) error { return a.p.run(ctx, io.Discard) }
-func (a benchAppliance) Status(ctx context.Context, queries ...string) observe.Status {
-	return a.p.observeBrief(ctx, queries...).Status()
-}
-func (a benchAppliance) Lake() *table.Lake  { return a.p.lake }
-func (a benchAppliance) Broker() broker.Log { return a.p.db }
-func (a benchAppliance) Close() error       { return a.p.Close() }
+func (a benchAppliance) Run(ctx context.Context) error { return a.Appliance.Run(ctx, io.Discard) }
 
 // startBenchAppliance opens the appliance of a bench phase: run's wiring
 // with its defaults, quiet, on the phase's settings.
 func startBenchAppliance(ctx context.Context, s bench.Settings) (bench.Appliance, error) {
-	f := pipelineFlags{common: common{data: s.DataDir}, source: s.Source, userAgent: ingest.DefaultUserAgent,
-		partitions: ingest.DefaultPartitions, trigger: s.Trigger, maxOffsets: s.MaxOffsets,
-		checkpointLoss: "rebuild", watermark: 10 * time.Minute, sessionGap: 30 * time.Minute,
-		holdHistory: s.HoldHistory}
-	p, err := openPipeline(ctx, f, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f := appliance.Config{Store: appliance.Store{Data: s.DataDir}, Version: buildVersion(), Source: s.Source, UserAgent: ingest.DefaultUserAgent,
+		Partitions: ingest.DefaultPartitions, Trigger: s.Trigger, MaxOffsetsPerTrigger: s.MaxOffsets,
+		CheckpointLoss: "rebuild", Watermark: 10 * time.Minute, SessionGap: 30 * time.Minute,
+		HoldHistory: s.HoldHistory}
+	p, err := appliance.Open(ctx, f, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/bench"
 )
 
@@ -69,13 +70,13 @@ func (h *historyFlags) config(launch func(...string) *exec.Cmd, out io.Writer) (
 	cfg := bench.HistoryConfig{EventsPerDay: h.perDay, Recording: h.recording, Keep: h.keep != "", Rebuild: h.rebuild, Settle: h.settle,
 		Lakes: h.lakes, Launch: launch, Version: buildVersion(), ReadyTimeout: h.readyTimeout, Refresh: h.refresh,
 		SteadyRefreshes: h.steady, Out: out,
-		Disk: bench.DiskPlan{FSBytes: bench.TargetDiskFS, RealPerDay: bench.RealEventsPerDay, BrokerShare: 1.0 / retentionBytesShare,
-			BrokerAge: defaultRetention, Reserve: defaultDiskReserve}}
-	var fe flagErrors
+		Disk: bench.DiskPlan{FSBytes: bench.TargetDiskFS, RealPerDay: bench.RealEventsPerDay, BrokerShare: 1.0 / appliance.RetentionBytesShare,
+			BrokerAge: appliance.DefaultRetention, Reserve: appliance.DefaultDiskReserve}}
+	var fe appliance.Problems
 	for _, s := range strings.Split(h.days, ",") {
 		d, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil || d <= 0 {
-			fe.add("history-days", "%q: want positive numbers of days", s)
+			fe.Add("history-days", "%q: want positive numbers of days", s)
 			break
 		}
 		cfg.Days = append(cfg.Days, d)
@@ -84,22 +85,22 @@ func (h *historyFlags) config(launch func(...string) *exec.Cmd, out io.Writer) (
 	case "cold", "warm":
 		cfg.Cold = h.cache == "cold"
 	default:
-		fe.add("history-cache", "%q: want cold or warm", h.cache)
+		fe.Add("history-cache", "%q: want cold or warm", h.cache)
 	}
 	if h.perDay <= 0 {
-		fe.add("history-events-per-day", "%d: want at least 1", h.perDay)
+		fe.Add("history-events-per-day", "%d: want at least 1", h.perDay)
 	}
 	if h.recording <= 0 {
-		fe.add("history-recording", "%d: want at least 1", h.recording)
+		fe.Add("history-recording", "%d: want at least 1", h.recording)
 	}
-	fe.positive("history-ready-timeout", h.readyTimeout)
-	fe.positive("history-refresh", h.refresh)
+	fe.Positive("history-ready-timeout", h.readyTimeout)
+	fe.Positive("history-refresh", h.refresh)
 	if h.steady == 0 {
 		cfg.SteadyRefreshes = -1
 	} else if h.steady < 0 {
-		fe.add("history-steady", "%d: want 0 or more", h.steady)
+		fe.Add("history-steady", "%d: want 0 or more", h.steady)
 	}
-	return cfg, fe.err()
+	return cfg, refused(fe)
 }
 
 // runBenchHistory runs the history benchmark with this binary as the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"lakehouse/internal/appliance"
 	"lakehouse/table"
 )
 
@@ -20,8 +21,8 @@ func init() {
 // client can drop its table through REST.
 func runCatalog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("catalog", stderr)
-	var c common
-	c.register(fs)
+	var c appliance.Store
+	registerStore(fs, &c)
 	warehouse := fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)")
 	var drop []string
 	fs.Func("drop", "drop this odd entry, namespace.name as listed (repeatable); a table the appliance accepts is refused", func(v string) error {
@@ -31,9 +32,9 @@ func runCatalog(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg := c.readOnlyTableConfig(*warehouse)
+	cfg := c.ReadOnlyTableConfig(*warehouse)
 	if len(drop) > 0 {
-		cfg = c.tableConfig(*warehouse)
+		cfg = c.TableConfig(*warehouse)
 	}
 	lake, err := table.Open(ctx, cfg)
 	if err != nil {

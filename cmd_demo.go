@@ -13,6 +13,8 @@ import (
 
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
+	"lakehouse/marts"
 )
 
 func init() {
@@ -55,7 +57,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err := f.checkHTTP(); err != nil {
 		return err
 	}
-	if err := resetDemoDir(f.data); err != nil {
+	if err := resetDemoDir(f.Data); err != nil {
 		return err
 	}
 	summarised := false
@@ -65,7 +67,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		if ctx.Err() == nil {
 			return
 		}
-		abs, _ := filepath.Abs(f.data)
+		abs, _ := filepath.Abs(f.Data)
 		if summarised {
 			fmt.Fprintf(stdout, "demo: stopped; the lake in %s is as summarised above\n", abs)
 			if errors.Is(err, context.Canceled) {
@@ -91,7 +93,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	defer src.Close()
 	counts := src.Counts()
 
-	p, err := openPipeline(ctx, f, log)
+	p, err := appliance.Open(ctx, f.Config, log)
 	if err != nil {
 		return err
 	}
@@ -99,15 +101,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- p.run(runCtx, io.Discard) }()
-	dashboard := p.waitHTTP(runCtx)
+	go func() { errc <- p.Run(runCtx, io.Discard) }()
+	dashboard := p.WaitHTTP(runCtx)
 	if dashboard != "" {
 		fmt.Fprintf(stdout, "demo: dashboard at %s/ (metrics %[1]s/metrics; --follow keeps it up)\n", dashboard)
 	}
 
 	want := counts.OnTime + counts.Resent + counts.Late
 	deadline := time.Now().Add(*timeout)
-	if err := p.demoDrain(ctx, stdout, errc, stop, want, deadline, *timeout); err != nil {
+	if err := demoDrain(ctx, p, stdout, errc, stop, want, deadline, *timeout); err != nil {
 		return err
 	}
 	if *span > 0 {
@@ -117,18 +119,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		// due. The stream's next event does, as on the live stream.
 		src.Loops(demoNextEdit(), 1)
 		fmt.Fprintln(stdout, "demo: caught up; one more edit, stamped now, as the stream's next event: its sessions batch closes the sessions the watermark passed")
-		if err := p.demoDrain(ctx, stdout, errc, stop, want+1, deadline, *timeout); err != nil {
+		if err := demoDrain(ctx, p, stdout, errc, stop, want+1, deadline, *timeout); err != nil {
 			return err
 		}
 	}
 	// A failed check or a summary that could not run fails the demo (a
 	// non-zero exit), after the lake's address is printed for a look.
-	failed := p.demoSummary(ctx, stdout)
+	failed := demoSummary(ctx, p, stdout)
 	summarised = ctx.Err() == nil
 	if failed != nil {
 		fmt.Fprintf(stdout, "demo: FAILED: %v\n", failed)
 	}
-	printDemoLake(stdout, f.data)
+	printDemoLake(stdout, f.Data)
 	if !*follow && dashboard != "" && interactive(stdout) {
 		// A person at a terminal gets to look at the dashboard the demo
 		// printed before it goes away.
@@ -165,12 +167,12 @@ func startDemoSource(f *pipelineFlags, stdout io.Writer, events, loops int, rate
 		return nil, fmt.Errorf("start replay server: %w", err)
 	}
 	counts := src.Counts()
-	f.source = url
+	f.Source = url
 	fmt.Fprintf(stdout, "demo: replaying %d events (%d loops of %d, plus %d contract violations and %d canaries) from %s\n",
 		counts.Events, counts.Loops, events, counts.Violations, counts.Canaries, url)
 	if span > 0 {
 		fmt.Fprintf(stdout, "demo: event times spread over the last %s, in order, the newest now: none late; sessions that ended before the last %s (gap + watermark) close\n",
-			span, f.sessionGap+f.watermark)
+			span, f.SessionGap+f.Watermark)
 	}
 	return src, nil
 }
@@ -189,27 +191,24 @@ demo: the lake is in %s
 // checkDemoFlags refuses demo settings that cannot work (the demo makes
 // its own source, so --source is not checked).
 func checkDemoFlags(f *pipelineFlags, events, loops int, rate float64, span, timeout time.Duration) error {
-	if err := f.check(false); err != nil {
-		return err
-	}
-	var e flagErrors
+	e := f.Check(false)
 	if events < 1 {
-		e.add("events", "%d: want at least 1", events)
+		e.Add("events", "%d: want at least 1", events)
 	}
 	if loops < 1 {
-		e.add("loops", "%d: want at least 1", loops)
+		e.Add("loops", "%d: want at least 1", loops)
 	}
 	if rate < 0 {
-		e.add("rate", "%g: want events per second, or 0 for flat out", rate)
+		e.Add("rate", "%g: want events per second, or 0 for flat out", rate)
 	}
-	e.notNegative("span", span, "stamping events when sent")
-	e.positive("timeout", timeout)
-	return e.err()
+	e.NotNegative("span", span, "stamping events when sent")
+	e.Positive("timeout", timeout)
+	return refused(e)
 }
 
 // demoDrain waits until the broker holds want events and every query has
 // caught up, printing a line whenever the state changes.
-func (p *pipeline) demoDrain(ctx context.Context, stdout io.Writer, errc chan error, stop func(), want int64, deadline time.Time, timeout time.Duration) error {
+func demoDrain(ctx context.Context, p *appliance.Appliance, stdout io.Writer, errc chan error, stop func(), want int64, deadline time.Time, timeout time.Duration) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastLine := ""
@@ -226,7 +225,7 @@ func (p *pipeline) demoDrain(ctx context.Context, stdout io.Writer, errc chan er
 			return ctx.Err()
 		case <-tick.C:
 		}
-		st := p.observeBrief(ctx).Status()
+		st := p.Status(ctx)
 		line := fmt.Sprintf("demo: broker %d/%d events, dead-letter %d, %s", st.Topics[ingest.DefaultTopic], want, st.Topics[ingest.DefaultDLQTopic], st.Lags())
 		if line != lastLine {
 			fmt.Fprintln(stdout, line)
@@ -293,4 +292,22 @@ func holdDashboard(ctx context.Context, in io.Reader, stdout io.Writer, url stri
 	case <-read:
 	case <-ctx.Done():
 	}
+}
+
+// demoSummary refreshes the gold marts once and prints what they hold. It
+// returns the refresh's error (ErrChecksFailed naming the checks that
+// failed, after printing every check and the summary) or the summary's.
+func demoSummary(ctx context.Context, p *appliance.Appliance, w io.Writer) error {
+	_, m := p.Components()
+	rep, err := m.Refresh(ctx)
+	if err != nil && !errors.Is(err, marts.ErrChecksFailed) {
+		return err
+	}
+	for _, c := range rep.Checks {
+		fmt.Fprintf(w, "demo: asset check %s\n", c)
+	}
+	if serr := m.Summary(ctx, w); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"lakehouse/internal/appliance"
 	"lakehouse/marts"
 	"lakehouse/table"
 )
@@ -20,8 +21,8 @@ func init() {
 
 func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query", stderr)
-	var c common
-	c.register(fs)
+	var c appliance.Store
+	registerStore(fs, &c)
 	warehouse := fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)")
 	format := fs.String("format", marts.FormatTable, "output format: table, csv or json")
 	timeout := fs.Duration("timeout", defaultQueryTimeout, "stop the query after this long")
@@ -39,7 +40,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	c.orDemo(fs, stderr)
+	orDemo(&c, fs, stderr)
 	switch len(pos) {
 	case 1:
 	case 0:
@@ -56,10 +57,10 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--timeout %s: at most %s (a query beside the running appliance holds its snapshots' files that long, plus %s): %w",
 			*timeout, table.MaxLease-leaseMargin, leaseMargin, errUsage)
 	}
-	if _, err := os.Stat(c.data); err != nil {
-		return fmt.Errorf("no lake at %s (run `%s demo` first, or pass --data): %w", c.data, self(), err)
+	if _, err := os.Stat(c.Data); err != nil {
+		return fmt.Errorf("no lake at %s (run `%s demo` first, or pass --data): %w", c.Data, self(), err)
 	}
-	_, lake, live, err := c.openReaders(ctx, *warehouse, false, true)
+	_, lake, live, err := openReaders(ctx, &c, *warehouse, false, true)
 	if err != nil {
 		return err
 	}

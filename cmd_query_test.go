@@ -19,7 +19,7 @@ func queryLake(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "lake")
 	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
-	rec := bronzeEdits(3)
+	rec := silvertest.BronzeEdits(3)
 	defer rec.Release()
 	if _, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: "bronze", Offsets: `{"0":3}`, Records: []arrow.RecordBatch{rec}}); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"lakehouse/internal/appliance"
 	"lakehouse/stream"
 	"lakehouse/table"
 )
@@ -22,19 +23,19 @@ func init() {
 // the appliance runs.
 func runReland(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("reland", stderr)
-	var c common
-	c.register(fs)
+	var c appliance.Store
+	registerStore(fs, &c)
 	warehouse := fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)")
 	dry := fs.Bool("dry-run", false, "say what is missing and what would be re-landed; change nothing")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	db, err := c.openBrokerExisting(ctx, true)
+	db, err := openBrokerExisting(ctx, &c, true)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	cfg := c.tableConfig(*warehouse)
+	cfg := c.TableConfig(*warehouse)
 	cfg.ReadOnly = *dry
 	lake, err := table.Open(ctx, cfg)
 	if err != nil {
@@ -42,7 +43,7 @@ func runReland(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer lake.Close()
 	if err := lake.PendingUpgrades(ctx); err != nil {
-		return &olderLakeError{data: c.data, err: err} // reland reads bronze by its current column names
+		return &olderLakeError{data: c.Data, err: err} // reland reads bronze by its current column names
 	}
 	var r stream.Reland
 	if *dry {

@@ -11,6 +11,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"lakehouse/ingest"
+	"lakehouse/internal/appliance"
 )
 
 func init() {
@@ -22,8 +23,8 @@ func init() {
 // it refuses while the appliance runs.
 func runResetPosition(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("reset-position", stderr)
-	var c common
-	c.register(fs)
+	var c appliance.Store
+	registerStore(fs, &c)
 	to := fs.String("to", "", "resume after this SSE id (as Last-Event-ID; Wikimedia's ids are JSON arrays of {topic, partition, offset|timestamp})")
 	since := fs.String("since", "", "forget the position; the next start reads from this RFC 3339 time")
 	latest := fs.Bool("latest", false, "forget the position; the next start reads from the live end (or from run's --since)")
@@ -50,9 +51,9 @@ func runResetPosition(ctx context.Context, args []string, stdout, stderr io.Writ
 		fs.Usage()
 		return errUsage
 	}
-	db, err := c.openBrokerExisting(ctx, false)
+	db, err := openBrokerExisting(ctx, &c, false)
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return fmt.Errorf("the appliance holds %s: stop it first (the position is read once, at start): %w", c.brokerPath(), err)
+		return fmt.Errorf("the appliance holds %s: stop it first (the position is read once, at start): %w", c.BrokerPath(), err)
 	}
 	if err != nil {
 		return err
@@ -74,6 +75,6 @@ func runResetPosition(ctx context.Context, args []string, stdout, stderr io.Writ
 	if len(old) > 200 {
 		old = old[:200] + fmt.Sprintf("... (%d bytes)", len(old))
 	}
-	fmt.Fprintf(stdout, "resume position of %s in %s: was %s; now %s\n", ingest.DefaultSource, c.brokerName(), strconv.Quote(old), now)
+	fmt.Fprintf(stdout, "resume position of %s in %s: was %s; now %s\n", ingest.DefaultSource, c.BrokerName(), strconv.Quote(old), now)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"lakehouse/internal/appliance"
 )
 
 func init() {
@@ -16,12 +17,12 @@ func parseRunFlags(args []string, stderr io.Writer) (*pipelineFlags, error) {
 	fs := newFlags("run", stderr)
 	f := new(pipelineFlags)
 	f.register(fs)
-	fs.StringVar(&f.role, "role", envOr(envRole, roleAll), "the part of the appliance this process runs: all, or ingest, stream or marts as separate processes over --broker kafka://... and --catalog rest+http://... (env "+envRole+")")
+	fs.StringVar(&f.Role, "role", envOr(envRole, appliance.RoleAll), "the part of the appliance this process runs: all, or ingest, stream or marts as separate processes over --broker kafka://... and --catalog rest+http://... (env "+envRole+")")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	f.warehouseDefaults(fs)
-	if err := f.check(true); err != nil {
+	if err := refused(f.Check(true)); err != nil {
 		return nil, err
 	}
 	if err := f.checkHTTP(); err != nil {
@@ -40,22 +41,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	f.killAtBronze = killAt
+	f.KillAtBronze = killAt
 	log, err := f.logger(stderr)
 	if err != nil {
 		return err
 	}
-	p, err := openPipeline(ctx, f, log)
+	p, err := appliance.Open(ctx, f.Config, log)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	if p.lake != nil {
-		log.Info("lakehouse running", "role", f.roleName(), "data", f.data, "broker", f.brokerName(), "source", f.source, "warehouse", p.lake.Warehouse())
+	if lake := p.Lake(); lake != nil {
+		log.Info("lakehouse running", "role", f.RoleName(), "data", f.Data, "broker", f.BrokerName(), "source", f.Source, "warehouse", lake.Warehouse())
 	} else {
-		log.Info("lakehouse running", "role", f.roleName(), "data", f.data, "broker", f.brokerName(), "source", f.source)
+		log.Info("lakehouse running", "role", f.RoleName(), "data", f.Data, "broker", f.BrokerName(), "source", f.Source)
 	}
-	if err := p.run(ctx, stderr); err != nil {
+	if err := p.Run(ctx, stderr); err != nil {
 		return err
 	}
 	fmt.Fprintln(stderr, "lakehouse: stopped cleanly")

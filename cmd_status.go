@@ -13,8 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/diskbudget"
 	"lakehouse/internal/humanize"
+	"lakehouse/internal/localapi"
 	"lakehouse/internal/observe"
 	"lakehouse/marts"
 )
@@ -25,21 +27,21 @@ func init() {
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", stderr)
-	var c common
-	c.register(fs)
+	var c appliance.Store
+	registerStore(fs, &c)
 	addr := fs.String("http", defaultHTTPAddr, "address of the running appliance's HTTP surface (default: the appliance running on --data, else "+defaultHTTPAddr+")")
 	token := fs.String("http-token", os.Getenv(envHTTPToken), "bearer token, if the appliance requires one (env "+envHTTPToken+")")
 	asJSON := fs.Bool("json", false, "print the raw /api/status JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	c.orDemo(fs, stderr)
+	orDemo(&c, fs, stderr)
 	httpSet := false
 	fs.Visit(func(f *flag.Flag) { httpSet = httpSet || f.Name == "http" })
 	if !httpSet {
 		// The appliance running on the data directory answers on its
 		// local endpoint whatever its --http.
-		if live, err := c.live(ctx); err == nil && live != nil {
+		if live, err := localapi.Dial(ctx, c.Data); err == nil && live != nil {
 			*addr, *token = live.Info().URL, live.Info().Token
 		}
 	}

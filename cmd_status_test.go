@@ -21,7 +21,7 @@ func TestStatusCommand(t *testing.T) {
 	src.Loops(replay.Generate(13, 300), 1)
 	a := startAppliance(t, src, nil)
 	a.drained(t, src.Counts().OnTime)
-	waitFor(t, 30*time.Second, "readiness", func() bool { return a.p.health.State().Ready })
+	waitFor(t, 30*time.Second, "readiness", func() bool { return a.p.Readiness().Ready })
 	var out, errb bytes.Buffer
 	if code := run([]string{"status", "--http", strings.TrimPrefix(a.base, "http://")}, &out, &errb); code != 0 {
 		t.Fatalf("status: exit %d: %s", code, errb.String())

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"lakehouse/broker"
+	"lakehouse/internal/appliance"
 )
 
 func init() {
@@ -16,13 +17,13 @@ func init() {
 
 func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("topics", stderr)
-	var c common
-	c.register(fs)
+	var c appliance.Store
+	registerStore(fs, &c)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	c.orDemo(fs, stderr)
-	db, _, _, err := c.openReaders(ctx, "", true, false)
+	orDemo(&c, fs, stderr)
+	db, _, _, err := openReaders(ctx, &c, "", true, false)
 	if err != nil {
 		return err
 	}
@@ -32,7 +33,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(topics) == 0 {
-		fmt.Fprintf(stdout, "no topics in %s\n", c.brokerName())
+		fmt.Fprintf(stdout, "no topics in %s\n", c.BrokerName())
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)

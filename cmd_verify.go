@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"lakehouse/internal/appliance"
 	"lakehouse/verify"
 )
 
@@ -20,8 +21,8 @@ func init() {
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", stderr)
-	var c common
-	c.register(fs)
+	var c appliance.Store
+	registerStore(fs, &c)
 	warehouse := fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)")
 	countsOnly := fs.Bool("counts-only", false, "print the observed counts as one JSON line")
 	exp := verify.NoExpectations()
@@ -34,10 +35,10 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	c.orDemo(fs, stderr)
-	var fe flagErrors
-	fe.checkEventTime(exp.WatermarkDelay, exp.MaxEventAhead)
-	if err := fe.err(); err != nil {
+	orDemo(&c, fs, stderr)
+	var fe appliance.Problems
+	fe.EventTime(exp.WatermarkDelay, exp.MaxEventAhead)
+	if err := refused(fe); err != nil {
 		return err
 	}
 	exp.AllowPending = !*drained
@@ -48,7 +49,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		exp.LateIDs = ids
 	}
-	db, lake, live, err := c.openReaders(ctx, *warehouse, true, true)
+	db, lake, live, err := openReaders(ctx, &c, *warehouse, true, true)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer release()
-	} else if files, err = c.checkBoltFiles(); err != nil {
+	} else if files, err = checkBoltFiles(&c); err != nil {
 		return err
 	}
 	r, err := verify.Run(ctx, db, lake, exp, display(stderr)) // stderr: --counts-only keeps stdout one JSON line

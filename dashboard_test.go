@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/dashboard"
 	"lakehouse/internal/health"
 	"lakehouse/internal/observe"
@@ -155,7 +156,7 @@ func TestDashboard(t *testing.T) {
 	src.Loops(replay.Generate(11, 600), 2)
 	src.Violations(3)
 	src.Canaries(2)
-	a := startAppliance(t, src, func(_ *pipelineFlags, r *health.Rules) { r.DisconnectedFor = time.Second })
+	a := startAppliance(t, src, func(_ *appliance.Config, r *health.Rules) { r.DisconnectedFor = time.Second })
 	a.drained(t, src.Counts().OnTime)
 	// Late events only once silver has a watermark: in silver's first batch
 	// (no batch before it, so no watermark) they would be on time.
@@ -167,7 +168,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("refresh: %v", err)
 	}
 	const warning = "dashboard test: a warning the page lists"
-	a.p.log.Warn(warning, "component", "test")
+	a.log.Warn(warning, "component", "test")
 	waitFor(t, 10*time.Second, "ingest to count every event and the appliance to be ready", func() bool {
 		o := a.observation(t)
 		return o.Ingest != nil && o.Ingest.Seen == c.Events && o.Health.Ready

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestDiskBudgetShown(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 3, Restamp: true})
 	src.Loops(replay.Generate(3, 200), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.diskReserve = 128 << 20 })
+	a := startAppliance(t, src, func(f *appliance.Config, _ *health.Rules) { f.DiskReserve = 128 << 20 })
 	a.drained(t, src.Counts().OnTime)
 	o := a.observation(t)
 	if o.Disk == nil || len(o.Disk.Components) == 0 || o.Disk.Components[0].Name != "broker.db" || o.Disk.Components[0].Bytes == 0 || o.Disk.FSBytes == 0 {
@@ -33,8 +34,8 @@ func TestDiskBudgetShown(t *testing.T) {
 			t.Fatalf("/metrics has no %s", m)
 		}
 	}
-	a.p.disk.SetStatfs(func(string) (int64, int64, error) {
-		return 30 << 30, a.p.flags.diskReserve + a.p.flags.diskReserve/2, nil
+	a.p.Disk().SetStatfs(func(string) (int64, int64, error) {
+		return 30 << 30, a.p.Config().DiskReserve + a.p.Config().DiskReserve/2, nil
 	})
 	waitFor(t, 3*time.Minute, "/readyz to warn of the disk reserve", func() bool {
 		code, body := a.get(t, "/readyz")

@@ -36,7 +36,7 @@ func checkDLQTable(t *testing.T, a *testAppliance, msgs []broker.Message) {
 		reason, sourceID, sourceURL string
 	}
 	rows := map[string][]row{}
-	recs, err := a.p.lake.Scan(context.Background(), table.BronzeDLQ)
+	recs, err := a.p.Lake().Scan(context.Background(), table.BronzeDLQ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func checkDLQTable(t *testing.T, a *testAppliance, msgs []broker.Message) {
 		r.Release()
 	}
 	var q strings.Builder
-	if err := marts.Query(context.Background(), a.p.lake, "SELECT count(*) AS n FROM bronze.recentchange_dlq WHERE reason <> ''", marts.FormatCSV, &q, marts.QueryOptions{}); err != nil {
+	if err := marts.Query(context.Background(), a.p.Lake(), "SELECT count(*) AS n FROM bronze.recentchange_dlq WHERE reason <> ''", marts.FormatCSV, &q, marts.QueryOptions{}); err != nil {
 		t.Errorf("query the DLQ table: %v", err)
 	} else if got, want := strings.TrimSpace(strings.TrimPrefix(q.String(), "n\n")), fmt.Sprint(len(msgs)); got != want {
 		t.Errorf("query: %s rows with a reason, want %s", got, want)

@@ -96,7 +96,7 @@ func TestDefaultFlagsPass(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.check(true); err != nil {
+	if err := refused(f.Check(true)); err != nil {
 		t.Errorf("run's defaults refused: %v", err)
 	}
 	for _, ok := range [][]string{
@@ -109,7 +109,7 @@ func TestDefaultFlagsPass(t *testing.T) {
 		if err := fs.Parse(ok); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.check(true); err != nil {
+		if err := refused(f.Check(true)); err != nil {
 			t.Errorf("%v refused: %v", ok, err)
 		}
 	}

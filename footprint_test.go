@@ -14,6 +14,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/stream/silver"
@@ -39,22 +40,22 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
-	f := pipelineFlags{common: common{data: dir}, partitions: ingest.DefaultPartitions,
-		trigger: 5 * time.Millisecond, maxOffsets: stream.DefaultMaxOffsetsPerTrigger, checkpointLoss: "rebuild",
+	f := appliance.Config{Store: appliance.Store{Data: dir}, Partitions: ingest.DefaultPartitions,
+		Trigger: 5 * time.Millisecond, MaxOffsetsPerTrigger: stream.DefaultMaxOffsetsPerTrigger, CheckpointLoss: "rebuild",
 		// Event times advance 1 s per 35 events: a short watermark and
 		// session gap reach their steady state within the run.
-		watermark: time.Minute, sessionGap: 2 * time.Minute,
-		refresh: -1, noIngest: true, maintainEvery: 100 * time.Millisecond, compactEvery: 500 * time.Millisecond,
-		maxSnapshots: marts.DefaultMaxSnapshots, keepSnapshots: marts.DefaultKeepSnapshots}
-	p, err := openPipeline(ctx, f, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		Watermark: time.Minute, SessionGap: 2 * time.Minute,
+		Refresh: -1, NoIngest: true, MaintainEvery: 100 * time.Millisecond, CompactEvery: 500 * time.Millisecond,
+		MaxSnapshots: marts.DefaultMaxSnapshots, KeepSnapshots: marts.DefaultKeepSnapshots}
+	var released atomic.Int64
+	f.FreeOSMemory = func() { released.Add(1); debug.FreeOSMemory() }
+	p, err := appliance.Open(ctx, f, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	var released atomic.Int64
-	p.release.free = func() { released.Add(1); debug.FreeOSMemory() }
 	errc := make(chan error, 1)
-	go func() { errc <- p.run(ctx, io.Discard) }()
+	go func() { errc <- p.Run(ctx, io.Discard) }()
 
 	rec := replay.Generate(20261201, appends*perAppend)
 	tables := []string{table.Bronze, table.SilverEdits, table.EditorSessions, table.StreamProgress, marts.OpsRuns}
@@ -73,13 +74,13 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 			recs[j] = broker.Record{Topic: ingest.DefaultTopic, Partition: (i*perAppend + j) % ingest.DefaultPartitions,
 				Value: rec.Events[i*perAppend+j], Timestamp: time.Now()}
 		}
-		if _, err := p.db.Append(ctx, broker.Batch{Records: recs}); err != nil {
+		if _, err := p.Broker().Append(ctx, broker.Batch{Records: recs}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(8 * time.Millisecond) // about one bronze batch per append
 		if i%50 == 49 {
 			for _, id := range tables {
-				st, err := p.lake.Stats(ctx, id)
+				st, err := p.Lake().Stats(ctx, id)
 				if err != nil {
 					continue // ops tables appear with the first recorded run
 				}
@@ -91,12 +92,12 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 			// Let the streams read everything, then run one compaction
 			// pass (as the loop does, under its lock) and count the files.
 			waitSilverCaughtUp(t, ctx, p)
-			if _, err := p.marts.RunJob(ctx, marts.JobCompact); err != nil {
+			if _, err := mustMarts(t, p).RunJob(ctx, marts.JobCompact); err != nil {
 				t.Fatalf("compaction after %d appends: %v", i+1, err)
 			}
 			settles++
 			for _, id := range tables {
-				if st, err := p.lake.Stats(ctx, id); err == nil {
+				if st, err := p.Lake().Stats(ctx, id); err == nil {
 					settledFiles[id] = max(settledFiles[id], st.DataFiles)
 				}
 			}
@@ -138,7 +139,7 @@ func TestFootprintFlatOverThousandsOfBatches(t *testing.T) {
 	}
 	// The heap a compaction used is handed back after it (releaser.afterJob).
 	if released.Load() == 0 {
-		t.Errorf("no compaction handed its heap back to the operating system (last compaction run: %q)", p.marts.LastRun(marts.JobCompact).ID)
+		t.Errorf("no compaction handed its heap back to the operating system (last compaction run: %q)", mustMarts(t, p).LastRun(marts.JobCompact).ID)
 	}
 	if late > early+16<<20 {
 		t.Errorf("live heap grew from %.1f MiB to %.1f MiB over the run, want at most 16 MiB more",
@@ -167,10 +168,8 @@ func settledLiveHeap() uint64 {
 	return least
 }
 
-func batchesRun(p *pipeline, query string) int64 {
-	p.mu.Lock()
-	q := p.queries[query]
-	p.mu.Unlock()
+func batchesRun(p *appliance.Appliance, query string) int64 {
+	q := p.Query(query)
 	if q == nil {
 		return 0
 	}
@@ -179,20 +178,20 @@ func batchesRun(p *pipeline, query string) int64 {
 }
 
 // waitSilverCaughtUp waits until bronze and silver have nothing left to read.
-func waitSilverCaughtUp(t *testing.T, ctx context.Context, p *pipeline) {
+func waitSilverCaughtUp(t *testing.T, ctx context.Context, p *appliance.Appliance) {
 	t.Helper()
 	want := int64(0)
-	if offs, err := p.db.Offsets(ctx, ingest.DefaultTopic); err == nil {
+	if offs, err := p.Broker().Offsets(ctx, ingest.DefaultTopic); err == nil {
 		for _, o := range offs {
 			want += o.End
 		}
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		if p.observeBrief(ctx, stream.BronzeQuery, silver.QueryName).Status().Drained(ingest.DefaultTopic, want) {
+		if p.Status(ctx, stream.BronzeQuery, silver.QueryName).Drained(ingest.DefaultTopic, want) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("bronze and silver did not catch up: %v", p.observeBrief(ctx).Status().Lags())
+	t.Fatalf("bronze and silver did not catch up: %v", p.Status(ctx).Lags())
 }

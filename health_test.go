@@ -2,6 +2,7 @@ package main
 
 import (
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
 	"net/http"
 	"strings"
@@ -16,7 +17,7 @@ import (
 func TestReadyzTurnsRedWhenSilverDropsEverythingAsLate(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 9, Restamp: true})
 	src.Loops(replay.Generate(9, 400), 1)
-	a := startAppliance(t, src, func(_ *pipelineFlags, r *health.Rules) {
+	a := startAppliance(t, src, func(_ *appliance.Config, r *health.Rules) {
 		r.LateWindow, r.LateMinRows = 3*time.Second, 50
 	})
 	a.drained(t, src.Counts().OnTime)
@@ -33,7 +34,7 @@ func TestReadyzTurnsRedWhenSilverDropsEverythingAsLate(t *testing.T) {
 	if o := a.observation(t); o.Health.Ready || len(o.Health.Reasons) == 0 {
 		t.Errorf("/api/status health: got %+v, want not ready with reasons", o.Health)
 	}
-	if got := a.p.tel.Logs.Newest(); len(got) == 0 || !strings.Contains(got[0].Msg, "not ready") {
+	if got := a.p.Telemetry().Logs.Newest(); len(got) == 0 || !strings.Contains(got[0].Msg, "not ready") {
 		t.Errorf("the change was not logged as a warning: %+v", got)
 	}
 
@@ -50,7 +51,7 @@ func TestReadyzTurnsRedWhenSilverDropsEverythingAsLate(t *testing.T) {
 func TestHealthzNotOKWhileIngestCannotConnect(t *testing.T) {
 	src := replay.New(replay.Config{Seed: 11, Restamp: true})
 	src.Loops(replay.Generate(11, 100), 1)
-	a := startAppliance(t, src, func(_ *pipelineFlags, r *health.Rules) { r.DisconnectedFor = time.Second })
+	a := startAppliance(t, src, func(_ *appliance.Config, r *health.Rules) { r.DisconnectedFor = time.Second })
 	a.drained(t, src.Counts().OnTime)
 	if code, body := a.get(t, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
 		t.Fatalf("/healthz while connected: %d %q, want 200 ok", code, body)

@@ -14,6 +14,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/bench"
 	"lakehouse/marts"
 	"lakehouse/stream"
@@ -33,12 +34,12 @@ func TestLargeEventsLandInSilver(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
-	f := pipelineFlags{common: common{data: dir}, partitions: ingest.DefaultPartitions,
-		trigger: stream.DefaultTrigger, maxOffsets: stream.DefaultMaxOffsetsPerTrigger, checkpointLoss: "rebuild",
-		watermark: 10 * time.Minute, sessionGap: 30 * time.Minute, refresh: -1, noIngest: true,
-		maxSnapshots: marts.DefaultMaxSnapshots, keepSnapshots: marts.DefaultKeepSnapshots}
+	f := appliance.Config{Store: appliance.Store{Data: dir}, Partitions: ingest.DefaultPartitions,
+		Trigger: stream.DefaultTrigger, MaxOffsetsPerTrigger: stream.DefaultMaxOffsetsPerTrigger, CheckpointLoss: "rebuild",
+		Watermark: 10 * time.Minute, SessionGap: 30 * time.Minute, Refresh: -1, NoIngest: true,
+		MaxSnapshots: marts.DefaultMaxSnapshots, KeepSnapshots: marts.DefaultKeepSnapshots}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p, err := openPipeline(ctx, f, quiet)
+	p, err := appliance.Open(ctx, f, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestLargeEventsLandInSilver(t *testing.T) {
 		for _, ev := range rec.Events[i:min(n, i+50)] {
 			b.Records = append(b.Records, broker.Record{Topic: ingest.DefaultTopic, Partition: broker.AnyPartition, Value: ev, Timestamp: time.Now()})
 		}
-		if _, err := p.db.Append(ctx, b); err != nil {
+		if _, err := p.Broker().Append(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,12 +70,12 @@ func TestLargeEventsLandInSilver(t *testing.T) {
 	stopSampling, peakc := make(chan struct{}), make(chan float64, 1)
 	go bench.SampleAnon(stopSampling, peakc)
 	errc := make(chan error, 1)
-	go func() { errc <- p.run(ctx, io.Discard) }()
+	go func() { errc <- p.Run(ctx, io.Discard) }()
 	waitSilverCaughtUp(t, ctx, p)
 	close(stopSampling)
 	peak := <-peakc
 	bronzeBatches := batchesRun(p, stream.BronzeQuery)
-	st := p.observeBrief(ctx, stream.BronzeQuery, silver.QueryName).Status()
+	st := p.Status(ctx, stream.BronzeQuery, silver.QueryName)
 	cancel()
 	if err := <-errc; err != nil {
 		t.Fatalf("appliance: %v", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/fault"
 	"lakehouse/internal/health"
 	"lakehouse/internal/localapi"
@@ -143,13 +144,13 @@ func TestSlowQueryKeepsItsFiles(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(46, 2000), 1)
-	a := startApplianceAt(t, src, url, func(f *pipelineFlags, _ *health.Rules) {
-		f.data, f.maxOffsets, f.refresh, f.compactEvery, f.maintainEvery = dir, 100, -1, time.Hour, time.Hour
+	a := startApplianceAt(t, src, url, func(f *appliance.Config, _ *health.Rules) {
+		f.Data, f.MaxOffsetsPerTrigger, f.Refresh, f.CompactEvery, f.MaintainEvery = dir, 100, -1, time.Hour, time.Hour
 	})
 	want := src.Counts().OnTime
 	a.drained(t, want)
 	ctx := context.Background()
-	before, err := a.p.lake.DataFiles(ctx, table.Bronze)
+	before, err := a.p.Lake().DataFiles(ctx, table.Bronze)
 	if err != nil || len(before.Paths) < 4 {
 		t.Fatalf("inconclusive: bronze has %d files (%v)", len(before.Paths), err)
 	}
@@ -175,11 +176,11 @@ func TestSlowQueryKeepsItsFiles(t *testing.T) {
 		t.Fatal("the query did not plan within 2 minutes")
 	}
 	fault.Disarm()
-	res, err := a.p.lake.Compact(ctx, table.Bronze, table.CompactPolicy{TargetBytes: 64 << 20, FanIn: 2})
+	res, err := a.p.Lake().Compact(ctx, table.Bronze, table.CompactPolicy{TargetBytes: 64 << 20, FanIn: 2})
 	if err != nil || res.FilesRemoved < 2 {
 		t.Fatalf("inconclusive: compaction replaced %d files (%v)", res.FilesRemoved, err)
 	}
-	if _, err := a.p.lake.ExpireSnapshots(ctx, table.Bronze, 1, 0, 0); err != nil {
+	if _, err := a.p.Lake().ExpireSnapshots(ctx, table.Bronze, 1, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	close(resume)
@@ -187,7 +188,7 @@ func TestSlowQueryKeepsItsFiles(t *testing.T) {
 	if r.code != 0 || r.out != "n,o\n"+itoa(want)+","+itoa(want)+"\n" {
 		t.Fatalf("the held query: exit %d, %q; want %d rows and offsets", r.code, r.out, want)
 	}
-	if _, err := a.p.lake.ExpireSnapshots(ctx, table.Bronze, 1, 0, 0); err != nil {
+	if _, err := a.p.Lake().ExpireSnapshots(ctx, table.Bronze, 1, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	gone := 0

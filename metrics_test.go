@@ -56,7 +56,7 @@ func TestMetrics(t *testing.T) {
 
 	// The source of truth: the broker's offsets and the tables' rows.
 	var broker int64
-	offs, err := a.p.db.Offsets(ctx, ingest.DefaultTopic)
+	offs, err := a.p.Broker().Offsets(ctx, ingest.DefaultTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestMetrics(t *testing.T) {
 		broker += o.End - o.Start
 	}
 	rows := func(ident string) int64 {
-		recs, err := a.p.lake.Scan(ctx, ident)
+		recs, err := a.p.Lake().Scan(ctx, ident)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
 )
 
@@ -71,7 +72,7 @@ func TestObjectStoreRequestsCounted(t *testing.T) {
 
 	src := replay.New(replay.Config{Seed: 44, Restamp: true})
 	src.Loops(replay.Generate(44, 400), 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.warehouse = "s3://lake/wh" })
+	a := startAppliance(t, src, func(f *appliance.Config, _ *health.Rules) { f.Warehouse = "s3://lake/wh" })
 	a.drained(t, src.Counts().OnTime)
 	if _, err := mustMarts(t, a.p).Refresh(context.Background()); err != nil {
 		t.Fatalf("refresh: %v", err)
@@ -100,7 +101,7 @@ func TestObjectStoreRequestsCounted(t *testing.T) {
 	}
 
 	a.stop()
-	got, ok := a.p.lake.ObjectStoreRequests()
+	got, ok := a.p.Lake().ObjectStoreRequests()
 	if !ok {
 		t.Fatal("the lake counts no requests on an S3 warehouse")
 	}
@@ -126,7 +127,7 @@ func TestObjectStoreRequestsLocal(t *testing.T) {
 	src.Loops(replay.Generate(45, 50), 1)
 	a := startAppliance(t, src, nil)
 	a.drained(t, src.Counts().OnTime)
-	if _, ok := a.p.lake.ObjectStoreRequests(); ok {
+	if _, ok := a.p.Lake().ObjectStoreRequests(); ok {
 		t.Error("a local warehouse counts object-store requests")
 	}
 	if _, body := a.get(t, "/metrics"); strings.Contains(body, "lakehouse_object_store_requests_total") {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/health"
 	"lakehouse/marts"
 )
@@ -26,7 +27,7 @@ func TestRestartDoesNotRedoHistory(t *testing.T) {
 	}
 	t.Cleanup(func() { src.Close() })
 	src.Loops(replay.Generate(49, 1500), 1)
-	onData := func(f *pipelineFlags, _ *health.Rules) { f.data = dir }
+	onData := func(f *appliance.Config, _ *health.Rules) { f.Data = dir }
 
 	a := startApplianceAt(t, src, url, onData)
 	a.drained(t, src.Counts().OnTime)
@@ -39,13 +40,13 @@ func TestRestartDoesNotRedoHistory(t *testing.T) {
 
 	restart := func() marts.Report {
 		t.Helper()
-		b := startApplianceAt(t, src, url, func(f *pipelineFlags, r *health.Rules) {
-			f.data, f.noIngest, f.refresh = dir, true, time.Hour
+		b := startApplianceAt(t, src, url, func(f *appliance.Config, r *health.Rules) {
+			f.Data, f.NoIngest, f.Refresh = dir, true, time.Hour
 		})
 		defer b.stop()
 		var rep marts.Report
 		waitFor(t, 2*time.Minute, "the first refresh of the restarted appliance", func() bool {
-			_, m := b.p.components() // nil until the marts have started
+			_, m := b.p.Components() // nil until the marts have started
 			if m == nil {
 				return false
 			}
@@ -83,7 +84,7 @@ func TestRestartDoesNotRedoHistory(t *testing.T) {
 	// Events arrive with the marts off (--refresh 0): the first refresh of
 	// the next restart rebuilds and counts those, not history.
 	src.Loops(replay.Generate(50, 300), 1)
-	c := startApplianceAt(t, src, url, func(f *pipelineFlags, r *health.Rules) { f.data, f.refresh = dir, 0 })
+	c := startApplianceAt(t, src, url, func(f *appliance.Config, r *health.Rules) { f.Data, f.Refresh = dir, 0 })
 	c.drained(t, src.Counts().OnTime)
 	c.stop()
 	rep = restart()

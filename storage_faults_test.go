@@ -17,6 +17,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/fault"
 	"lakehouse/internal/health"
 	"lakehouse/internal/observe"
@@ -87,13 +88,13 @@ func TestFullDiskPausesAndResumes(t *testing.T) {
 			fault.Disarm() // space is back
 			c := src.Counts()
 			waitFor(t, pauseBound, "the pipeline to drain after the pause", func() bool {
-				return a.p.observeBrief(context.Background()).Status().Drained(ingest.DefaultTopic, c.OnTime)
+				return a.p.Status(context.Background()).Drained(ingest.DefaultTopic, c.OnTime)
 			})
 			waitFor(t, pauseBound, "the pause to end and /readyz to be 200", func() bool {
 				code, _ := a.get(t, "/readyz")
 				return code == http.StatusOK && pausedReason(a.observation(t), seam.who) == ""
 			})
-			r, err := verify.Run(context.Background(), a.p.db, a.p.lake, verify.Expect{Messages: c.OnTime, Silver: c.OnTimeEditNew}, progress.Display{})
+			r, err := verify.Run(context.Background(), a.p.Broker(), a.p.Lake(), verify.Expect{Messages: c.OnTime, Silver: c.OnTimeEditNew}, progress.Display{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +173,7 @@ func TestS3OutagePausesAndResumes(t *testing.T) {
 	rec := replay.Generate(37, 300)
 	src := replay.New(replay.Config{Seed: 37, Restamp: true})
 	src.Loops(rec, 1)
-	a := startAppliance(t, src, func(f *pipelineFlags, _ *health.Rules) { f.warehouse = "s3://lake/wh" })
+	a := startAppliance(t, src, func(f *appliance.Config, _ *health.Rules) { f.Warehouse = "s3://lake/wh" })
 	a.drained(t, src.Counts().OnTime)
 
 	down.Store(true)
@@ -199,7 +200,7 @@ func TestS3OutagePausesAndResumes(t *testing.T) {
 		code, _ := a.get(t, "/readyz")
 		return code == http.StatusOK && pausedReason(a.observation(t), stream.BronzeQuery) == ""
 	})
-	r, err := verify.Run(context.Background(), a.p.db, a.p.lake, verify.Expect{Messages: c.OnTime, Silver: c.OnTimeEditNew}, progress.Display{})
+	r, err := verify.Run(context.Background(), a.p.Broker(), a.p.Lake(), verify.Expect{Messages: c.OnTime, Silver: c.OnTimeEditNew}, progress.Display{})
 	if err != nil {
 		t.Fatal(err)
 	}

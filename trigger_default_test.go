@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"lakehouse/internal/appliance"
 	"lakehouse/stream"
 )
 
@@ -18,9 +19,9 @@ func TestTriggerDefaultOnS3(t *testing.T) {
 		want time.Duration
 	}{
 		{"", nil, stream.DefaultTrigger},
-		{"", []string{"--warehouse", "s3://lake/wh"}, defaultS3Trigger},
-		{"", []string{"--warehouse", "s3a://lake/wh"}, defaultS3Trigger},
-		{"s3://lake/wh", nil, defaultS3Trigger},
+		{"", []string{"--warehouse", "s3://lake/wh"}, appliance.DefaultS3Trigger},
+		{"", []string{"--warehouse", "s3a://lake/wh"}, appliance.DefaultS3Trigger},
+		{"s3://lake/wh", nil, appliance.DefaultS3Trigger},
 		{"", []string{"--warehouse", "file:///tmp/wh"}, stream.DefaultTrigger},
 		{"", []string{"--warehouse", "/tmp/wh"}, stream.DefaultTrigger},
 		{"", []string{"--warehouse", "s3://lake/wh", "--trigger", "2s"}, 2 * time.Second},
@@ -32,11 +33,11 @@ func TestTriggerDefaultOnS3(t *testing.T) {
 		if err != nil {
 			t.Fatalf("env %q, %v: %v", c.env, c.args, err)
 		}
-		if f.trigger != c.want {
-			t.Errorf("env %q, %v: --trigger %s, want %s", c.env, c.args, f.trigger, c.want)
+		if f.Trigger != c.want {
+			t.Errorf("env %q, %v: --trigger %s, want %s", c.env, c.args, f.Trigger, c.want)
 		}
 	}
-	if defaultS3Trigger == stream.DefaultTrigger {
+	if appliance.DefaultS3Trigger == stream.DefaultTrigger {
 		t.Fatal("inconclusive: the S3 default is the default")
 	}
 }

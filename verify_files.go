@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"lakehouse/broker"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/boltfile"
 	"lakehouse/table/catalog"
 )
@@ -16,20 +17,20 @@ import (
 // by the first transaction that reads it). It returns a line saying what
 // it checked, or the first damaged file as an error naming it with the way
 // out. A Kafka broker or a REST catalog has no file here.
-func (c *common) checkBoltFiles() (string, error) {
+func checkBoltFiles(c *appliance.Store) (string, error) {
 	var done []string
 	add := func(name string, s boltfile.Summary) {
 		done = append(done, fmt.Sprintf("%s %d pages of %d bytes (%d in use, %d free)", name, s.Pages, s.PageSize, s.Reachable, s.Free))
 	}
-	if !c.kafkaBroker() {
-		s, err := broker.CheckFile(c.brokerPath())
+	if !c.Kafka() {
+		s, err := broker.CheckFile(c.BrokerPath())
 		if err != nil {
 			return "", err
 		}
 		add("broker.db", s)
 	}
-	if c.catalog == "" {
-		s, err := catalog.CheckFile(filepath.Join(c.data, "catalog.db"))
+	if c.Catalog == "" {
+		s, err := catalog.CheckFile(filepath.Join(c.Data, "catalog.db"))
 		if err != nil {
 			return "", err
 		}

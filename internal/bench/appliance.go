@@ -10,7 +10,7 @@ import (
 )
 
 // Appliance is the whole appliance a phase runs and measures: package
-// main's pipeline (ingest, the streams, the marts), opened by a Start.
+// internal/appliance (ingest, the streams, the marts), opened by a Start.
 type Appliance interface {
 	// Run runs the appliance until ctx ends.
 	Run(ctx context.Context) error

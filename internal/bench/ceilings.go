@@ -141,7 +141,7 @@ func drainCeilings(ctx context.Context, base string, n int) (bronze, silverC cei
 		return ceiling{}, ceiling{}, fmt.Errorf("drain bronze: %w", err)
 	}
 
-	// Silver as the appliance runs it (app_downstream.go), on the lake
+	// Silver as the appliance runs it (internal/appliance's streams.go), on the lake
 	// bronze just filled.
 	sq, _, err := silver.NewQuery(lake, stream.Config{Name: silver.QueryName, DataDir: dir, Trigger: -1, Logger: quiet},
 		silver.Config{WatermarkDelay: 10 * time.Minute, Logger: quiet})

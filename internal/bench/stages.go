@@ -16,7 +16,7 @@ import (
 
 // stages are the columns of the per-stage CPU split, in print order. Each
 // is a value of the pprof label "component": the appliance's components
-// (app.go's start), "broker" (the embedded broker's group-commit loop),
+// (internal/appliance's start), "broker" (the embedded broker's group-commit loop),
 // "replay" (the replay server playing Wikimedia's part), "bench" (the
 // bench's own sampling of memory and polling of the appliance), "other" (the
 // appliance's health rules and broker retention, and any other label) and

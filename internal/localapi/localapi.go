@@ -18,7 +18,7 @@
 //     reading;
 //   - the appliance's status under observe.ObservationPath.
 //
-// The appliance serves the endpoint (package main's app_local.go); this
+// The appliance serves the endpoint (internal/appliance's local.go); this
 // package holds the file, the paths and the client. A command never
 // writes through it, and works as before when nothing runs.
 //

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"sync/atomic"
@@ -14,8 +14,7 @@ import (
 // a job inside that time still gets its hand-back when the time is up.
 func TestReleaseAfterJob(t *testing.T) {
 	var n atomic.Int64
-	r := newReleaser()
-	r.free = func() { n.Add(1) }
+	r := newReleaser(func() { n.Add(1) })
 	for _, c := range []struct {
 		job  string
 		want int64

@@ -1,4 +1,4 @@
-package main
+package silvertest
 
 import (
 	"time"
@@ -10,10 +10,10 @@ import (
 	"lakehouse/table"
 )
 
-// bronzeEdits is n bronze rows of partition 0, offsets 0..n-1, each an
+// BronzeEdits is n bronze rows of partition 0, offsets 0..n-1, each an
 // edit event received and appended at noon UTC on 2026-12-01; the caller
 // releases it.
-func bronzeEdits(n int64) arrow.RecordBatch {
+func BronzeEdits(n int64) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, table.BronzeSchema)
 	defer b.Release()
 	ts := arrow.Timestamp(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixMicro())

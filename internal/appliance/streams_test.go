@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func TestProtectNamesEachReader(t *testing.T) {
 	dir := t.TempDir()
 	lake := silvertest.OpenLake(t, dir)
 	defer lake.Close()
-	p := &pipeline{lake: lake, log: slog.New(slog.DiscardHandler)}
+	p := &Appliance{lake: lake, log: slog.New(slog.DiscardHandler)}
 	for _, ident := range []string{table.Bronze, table.SilverEdits} {
 		if _, err := p.protect(ctx, ident); !errors.Is(err, marts.ErrNotConsumed) {
 			t.Fatalf("%s before its reader read anything: got %v, want marts.ErrNotConsumed", ident, err)
@@ -31,7 +31,7 @@ func TestProtectNamesEachReader(t *testing.T) {
 	}
 	// Bronze commits a batch, silver a batch that read it, sessions one
 	// whose marker says it read silver's snapshot silverSnap.
-	row := bronzeEdits(1)
+	row := silvertest.BronzeEdits(1)
 	defer row.Release()
 	b, err := lake.CommitBatch(ctx, table.Bronze, table.Batch{Query: "bronze", ID: 0, Offsets: `{"0":1}`, Records: []arrow.RecordBatch{row}})
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -25,57 +25,16 @@ import (
 	"lakehouse/table/restcatalog"
 )
 
-// The HTTP surface.
-const (
-	defaultHTTPAddr = "127.0.0.1:8080"
-	envHTTPToken    = "LAKEHOUSE_HTTP_TOKEN"
-)
-
-// errHTTPAddr: --http names an address the appliance must not serve on as
-// configured (non-loopback without --http-remote and a token).
-var errHTTPAddr = errors.New("refusing to serve HTTP")
-
-// checkHTTP validates the --http settings: "off" (or empty) disables the
-// surface; a non-loopback address needs --http-remote and a token.
-func (f *pipelineFlags) checkHTTP() error {
-	if f.httpAddr == "off" {
-		f.httpAddr = ""
-	}
-	if f.httpAddr == "" {
-		return nil
-	}
-	host, _, err := net.SplitHostPort(f.httpAddr)
-	if err != nil {
-		return fmt.Errorf("--http %q: want host:port or off: %w", f.httpAddr, errUsage)
-	}
-	if isLoopback(host) {
-		return nil
-	}
-	if !f.httpRemote || f.httpToken == "" {
-		return fmt.Errorf("--http %s is not a loopback address: %w without --http-remote and a bearer token (--http-token or %s): %w",
-			f.httpAddr, errHTTPAddr, envHTTPToken, errUsage)
-	}
-	return nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // serveHTTP starts the HTTP surface and returns the function that shuts it
 // down (waiting up to 5 s for requests in flight). Its connections are
 // bounded in time and number (httpbound).
-func (p *pipeline) serveHTTP(ctx context.Context, stderr io.Writer) (func(), error) {
-	ln, err := net.Listen("tcp", p.flags.httpAddr)
+func (p *Appliance) serveHTTP(ctx context.Context, stderr io.Writer) (func(), error) {
+	ln, err := net.Listen("tcp", p.cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s (another appliance on this port? pass --http ADDR or --http off): %w", p.flags.httpAddr, err)
+		return nil, fmt.Errorf("listen %s (another appliance on this port? pass --http ADDR or --http off): %w", p.cfg.HTTPAddr, err)
 	}
-	b := p.flags.httpBounds.WithDefaults()
-	srv, lim := httpbound.Server(withToken(p.flags.httpToken, p.handler()), ln, b)
+	b := p.cfg.HTTPBounds.WithDefaults()
+	srv, lim := httpbound.Server(withToken(p.cfg.HTTPToken, p.handler()), ln, b)
 	fmt.Fprintf(stderr, "%shttp://%s\n", observe.LinePrefix, ln.Addr())
 	p.mu.Lock()
 	p.httpURL = "http://" + ln.Addr().String()
@@ -96,8 +55,8 @@ func (p *pipeline) serveHTTP(ctx context.Context, stderr io.Writer) (func(), err
 
 // waitHTTP returns the HTTP surface's base URL once it listens ("" when
 // the surface is off or ctx ends first).
-func (p *pipeline) waitHTTP(ctx context.Context) string {
-	if p.flags.httpAddr == "" {
+func (p *Appliance) WaitHTTP(ctx context.Context) string {
+	if p.cfg.HTTPAddr == "" {
 		return ""
 	}
 	for {
@@ -147,11 +106,11 @@ func withToken(token string, next http.Handler) http.Handler {
 	})
 }
 
-func (p *pipeline) handler() http.Handler {
+func (p *Appliance) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", dashboard.Handler())
 	mux.HandleFunc("GET "+observe.ObservationPath, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, p.observe(r.Context()))
+		writeJSON(w, http.StatusOK, p.Observe(r.Context()))
 	})
 	mux.HandleFunc("GET "+observe.StatusPath, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, p.observeBrief(r.Context(), r.URL.Query()["query"]...).Status())
@@ -210,21 +169,21 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // notifyReady tells systemd (and the log) that start-up recovery is done:
 // once every query has recovered its position (it has a query id).
-func (p *pipeline) notifyReady(ctx context.Context) {
+func (p *Appliance) notifyReady(ctx context.Context) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
 		p.mu.Lock()
 		// A process without the stream role (--role ingest or marts) has
 		// no query to recover: it is ready once its components started.
-		ready := len(p.queries) > 0 || !p.flags.runs(roleStream)
+		ready := len(p.queries) > 0 || !p.cfg.Runs(RoleStream)
 		for _, q := range p.queries {
 			ready = ready && q.QueryID() != ""
 		}
 		p.mu.Unlock()
 		if ready {
 			p.notify.ready()
-			p.log.Info("appliance started: every query recovered its position", "role", p.flags.roleName())
+			p.log.Info("appliance started: every query recovered its position", "role", p.cfg.RoleName())
 			return
 		}
 		select {
@@ -236,14 +195,14 @@ func (p *pipeline) notifyReady(ctx context.Context) {
 }
 
 // settings are the configuration the dashboard shows.
-func (p *pipeline) settings() map[string]string {
-	f := p.flags
-	maxSnapshots := f.maxSnapshots
+func (p *Appliance) settings() map[string]string {
+	f := p.cfg
+	maxSnapshots := f.MaxSnapshots
 	if _, m := p.components(); m != nil {
 		maxSnapshots = m.Config().MaxSnapshots
 	}
-	source := f.source
-	if f.noIngest || !f.runs(roleIngest) {
+	source := f.Source
+	if f.NoIngest || !f.Runs(RoleIngest) {
 		source = "(no ingest)"
 	}
 	warehouse := "(no tables: --role ingest)"
@@ -251,12 +210,12 @@ func (p *pipeline) settings() map[string]string {
 		warehouse = p.lake.Warehouse()
 	}
 	return map[string]string{
-		"data": f.data, "warehouse": warehouse, "source": source, "role": f.roleName(), "broker": f.brokerName(),
-		"trigger": f.trigger.String(), "watermark": f.watermark.String(), "session_gap": f.sessionGap.String(),
-		"session_max": sessionMaxSetting(f.sessionMax),
-		"refresh":     f.refresh.String(), "partitions": strconv.Itoa(f.partitions),
-		"max_snapshots": strconv.Itoa(maxSnapshots), "retention": f.retention.String(),
-		"checkpoint_loss": strings.ToLower(f.checkpointLoss),
+		"data": f.Data, "warehouse": warehouse, "source": source, "role": f.RoleName(), "broker": f.BrokerName(),
+		"trigger": f.Trigger.String(), "watermark": f.Watermark.String(), "session_gap": f.SessionGap.String(),
+		"session_max": sessionMaxSetting(f.SessionMax),
+		"refresh":     f.Refresh.String(), "partitions": strconv.Itoa(f.Partitions),
+		"max_snapshots": strconv.Itoa(maxSnapshots), "retention": f.Retention.String(),
+		"checkpoint_loss": strings.ToLower(f.CheckpointLoss),
 	}
 }
 
@@ -273,10 +232,12 @@ func sessionMaxSetting(d time.Duration) string {
 }
 
 // metricsSource is the pipeline as /metrics reads it.
-type metricsSource struct{ p *pipeline }
+type metricsSource struct{ p *Appliance }
 
-func (m metricsSource) Observe(ctx context.Context) observe.Observation { return m.p.observe(ctx) }
-func (m metricsSource) Totals(query string) (telemetry.Totals, bool)    { return m.p.tel.Query(query) }
+func (m metricsSource) Observe(ctx context.Context) observe.Observation { return m.p.Observe(ctx) }
+
+func (m metricsSource) Totals(query string) (telemetry.Totals, bool) { return m.p.tel.Query(query) }
+
 func (m metricsSource) Conns() *httpbound.Limiter {
 	m.p.mu.Lock()
 	defer m.p.mu.Unlock()

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"runtime/debug"
@@ -34,7 +34,13 @@ type releaser struct {
 	pending bool
 }
 
-func newReleaser() *releaser { return &releaser{free: debug.FreeOSMemory} }
+// newReleaser hands back with free (nil: debug.FreeOSMemory).
+func newReleaser(free func()) *releaser {
+	if free == nil {
+		free = debug.FreeOSMemory
+	}
+	return &releaser{free: free}
+}
 
 // afterJob is the marts scheduler's OnRun.
 func (r *releaser) afterJob(run marts.Run) {

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func observedTables() []string {
 
 // observe gathers the whole observation. Failures of one part are
 // reported in it (a topic's, query's or table's Error), never returned.
-func (p *pipeline) observe(ctx context.Context) observe.Observation {
+func (p *Appliance) Observe(ctx context.Context) observe.Observation {
 	o := p.observeBrief(ctx)
 	o.Brief = false
 	o.Health, o.Log, o.Settings = p.health.State(), p.tel.Logs.Newest(), p.settings()
@@ -98,9 +98,9 @@ func (p *pipeline) observe(ctx context.Context) observe.Observation {
 // broker's topics (their counts, not their partitions), the queries (only the named ones, if any: each query's
 // lag reads its source, for silver and sessions table metadata), the Go
 // runtime and the object store's requests.
-func (p *pipeline) observeBrief(ctx context.Context, only ...string) observe.Observation {
+func (p *Appliance) observeBrief(ctx context.Context, only ...string) observe.Observation {
 	now := p.tel.Now()
-	o := observe.Observation{At: now, Started: p.tel.Started, Version: buildVersion(), Brief: true,
+	o := observe.Observation{At: now, Started: p.tel.Started, Version: p.cfg.Version, Brief: true,
 		Runtime: observe.ReadRuntime(), ObjectStore: p.objectStoreRequests()}
 	if topics, err := p.db.Topics(ctx); err == nil {
 		for _, t := range topics {
@@ -134,7 +134,7 @@ func refreshOf(rep marts.Report) *observe.Refresh {
 	return r
 }
 
-func (p *pipeline) observeQueries(ctx context.Context, now time.Time, only []string) []observe.Query {
+func (p *Appliance) observeQueries(ctx context.Context, now time.Time, only []string) []observe.Query {
 	p.mu.Lock()
 	names := make([]string, 0, len(p.queries))
 	for n := range p.queries {
@@ -198,7 +198,7 @@ func queryOrder(name string) int {
 	return 4
 }
 
-func (p *pipeline) observeFreshness(now time.Time) observe.Freshness {
+func (p *Appliance) observeFreshness(now time.Time) observe.Freshness {
 	series, intake, event := p.tel.FreshSeries()
 	f := observe.Freshness{Table: table.SilverEdits, NowS: observe.Float(math.NaN()), HourP50: observe.Float(intake.Quantile(0.5)),
 		HourP95: observe.Float(intake.Quantile(0.95)), EventHourP50: observe.Float(event.Quantile(0.5)), Series: series}
@@ -210,7 +210,7 @@ func (p *pipeline) observeFreshness(now time.Time) observe.Freshness {
 
 // objectStoreRequests is the lake's count of S3 requests, nil when it
 // counts none.
-func (p *pipeline) objectStoreRequests() *table.ObjectStoreRequests {
+func (p *Appliance) objectStoreRequests() *table.ObjectStoreRequests {
 	if p.lake == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // data directory's file system; any other value is taken as it is.
 func TestRetentionBytesAuto(t *testing.T) {
 	dir := t.TempDir()
-	f := pipelineFlags{common: common{data: dir}, retentionBytes: retentionBytesAuto}
+	f := Config{Store: Store{Data: dir}, RetentionBytes: RetentionBytesAuto}
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &fs); err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ func TestRetentionBytesAuto(t *testing.T) {
 	if auto, want := f.brokerRetentionBytes(), int64(fs.Blocks)*int64(fs.Bsize)/10; auto != want || auto <= 0 {
 		t.Fatalf("--retention-bytes -1 on %s resolved to %d, want a tenth of its file system, %d", dir, auto, want)
 	}
-	f.retentionBytes = 12345
+	f.RetentionBytes = 12345
 	if got := f.brokerRetentionBytes(); got != 12345 {
 		t.Fatalf("--retention-bytes 12345 resolved to %d", got)
 	}
@@ -70,7 +70,7 @@ func TestRunRetentionTrimsBothTopics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := &pipeline{flags: pipelineFlags{common: common{data: dir}, retention: time.Hour, dlqRetention: 24 * time.Hour},
+	p := &Appliance{cfg: Config{Store: Store{Data: dir}, Retention: time.Hour, DLQRetention: 24 * time.Hour},
 		lake: lake, log: slog.New(slog.DiscardHandler)}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 
 // runHealth evaluates readiness every rules.Every until ctx is done, and
 // feeds the systemd watchdog while the pipeline progresses.
-func (p *pipeline) runHealth(ctx context.Context) error {
+func (p *Appliance) runHealth(ctx context.Context) error {
 	t := time.NewTicker(p.health.Rules.Every)
 	defer t.Stop()
 	for {
-		st := p.health.Evaluate(p.observe(ctx), p.tel.Query)
+		st := p.health.Evaluate(p.Observe(ctx), p.tel.Query)
 		if st.Progressing {
 			p.notify.watchdog()
 		}

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"net/http"
@@ -17,10 +17,10 @@ import (
 // Iceberg REST protocol: a client's catalog URI is http://<--http>/iceberg.
 const icebergPath = localapi.IcebergPath
 
-// ownNamespaces are the namespaces of the tables the appliance writes
+// OwnNamespaces are the namespaces of the tables the appliance writes
 // (bronze, silver, gold, ops): their only writer is the appliance, whose
 // exactly-once markers, maintenance and marts assume so.
-func ownNamespaces() map[string]bool {
+func OwnNamespaces() map[string]bool {
 	own := map[string]bool{}
 	for _, id := range slices.Concat(table.Tables, marts.GoldTables, []string{marts.OpsRuns, marts.OpsAssetChecks}) {
 		own[strings.SplitN(id, ".", 2)[0]] = true
@@ -32,8 +32,8 @@ func ownNamespaces() map[string]bool {
 // icebergPath: the appliance's own namespaces read-only, others free for
 // clients to create tables in, where the lake's location rule allows
 // (table.Config.OwnNamespaces, set by tableConfig).
-func (p *pipeline) icebergREST() http.Handler {
-	own := ownNamespaces()
+func (p *Appliance) icebergREST() http.Handler {
+	own := OwnNamespaces()
 	srv := restcatalog.New(p.lake.Catalog(), restcatalog.Options{
 		ReadOnly: func(ns icetable.Identifier) bool { return len(ns) > 0 && own[ns[0]] },
 		Config:   p.lake.ReaderConfig(),

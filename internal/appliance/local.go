@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 
 // serveLocal starts the local endpoint and writes appliance.json; the
 // returned function stops it and removes the file.
-func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
+func (p *Appliance) serveLocal(ctx context.Context) (func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("local endpoint: %w", err)
@@ -40,11 +40,11 @@ func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("local endpoint: %w", err)
 	}
 	info := localapi.Info{PID: os.Getpid(), URL: "http://" + ln.Addr().String(), Token: hex.EncodeToString(tok[:]),
-		Started: time.Now().UTC(), Version: buildVersion()}
+		Started: time.Now().UTC(), Version: p.cfg.Version}
 	if _, ok := p.db.(*broker.DB); ok {
 		info.Embedded = append(info.Embedded, "broker")
 	}
-	if p.lake != nil && p.flags.catalog == "" {
+	if p.lake != nil && p.cfg.Catalog == "" {
 		info.Embedded = append(info.Embedded, "catalog")
 	}
 	// The same bounds as the public surface, with a cap of its own: a local
@@ -60,14 +60,14 @@ func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
 			p.log.Error("local endpoint stopped", "err", err)
 		}
 	}()
-	if err := localapi.WriteInfo(p.flags.data, info); err != nil {
+	if err := localapi.WriteInfo(p.cfg.Data, info); err != nil {
 		_ = srv.Close()
 		return nil, fmt.Errorf("local endpoint: %w", err)
 	}
 	return func() {
 		// Removed first: a command starting now opens the files, which the
 		// appliance releases as it stops.
-		localapi.RemoveInfo(p.flags.data, info)
+		localapi.RemoveInfo(p.cfg.Data, info)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
@@ -75,10 +75,10 @@ func (p *pipeline) serveLocal(ctx context.Context) (func(), error) {
 }
 
 // localHandler serves the local endpoint's routes.
-func (p *pipeline) localHandler() http.Handler {
+func (p *Appliance) localHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+observe.ObservationPath, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, p.observe(r.Context()))
+		writeJSON(w, http.StatusOK, p.Observe(r.Context()))
 	})
 	mux.Handle(localapi.BrokerPath+"/", http.StripPrefix(localapi.BrokerPath, remote.Handler(p.db)))
 	if p.lake != nil {

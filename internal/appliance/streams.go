@@ -1,10 +1,9 @@
-package main
+package appliance
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 
@@ -19,7 +18,7 @@ import (
 // table from the broker, then what reads bronze's commits: silver (parse,
 // dedup within the watermark) and sessions; and the embedded broker's
 // retention, which never trims what they have not landed.
-func (p *pipeline) startStreams(ctx context.Context, start func(string, func(context.Context) error)) error {
+func (p *Appliance) startStreams(ctx context.Context, start func(string, func(context.Context) error)) error {
 	bcfg, err := p.streamConfig(stream.BronzeQuery)
 	if err != nil {
 		return err
@@ -46,8 +45,8 @@ func (p *pipeline) startStreams(ctx context.Context, start func(string, func(con
 	if err != nil {
 		return err
 	}
-	sq, _, err := silver.NewQuery(p.lake, p.flags.downstream(scfg), silver.Config{WatermarkDelay: p.flags.watermark,
-		MaxEventAhead: p.flags.maxEventAhead, Logger: p.log})
+	sq, _, err := silver.NewQuery(p.lake, p.cfg.downstream(scfg), silver.Config{WatermarkDelay: p.cfg.Watermark,
+		MaxEventAhead: p.cfg.MaxEventAhead, Logger: p.log})
 	if err != nil {
 		return err
 	}
@@ -58,12 +57,12 @@ func (p *pipeline) startStreams(ctx context.Context, start func(string, func(con
 	if err != nil {
 		return err
 	}
-	ecfg = p.flags.downstream(ecfg)
-	if p.flags.sessTrigger > 0 {
-		ecfg.Trigger = p.flags.sessTrigger
+	ecfg = p.cfg.downstream(ecfg)
+	if p.cfg.SessionsTrigger > 0 {
+		ecfg.Trigger = p.cfg.SessionsTrigger
 	}
-	eq, _, err := sessions.NewQuery(p.lake, ecfg, sessions.Config{SessionGap: p.flags.sessionGap,
-		WatermarkDelay: p.flags.watermark, MaxSessionLength: p.flags.sessionMax})
+	eq, _, err := sessions.NewQuery(p.lake, ecfg, sessions.Config{SessionGap: p.cfg.SessionGap,
+		WatermarkDelay: p.cfg.Watermark, MaxSessionLength: p.cfg.SessionMax})
 	if err != nil {
 		return err
 	}
@@ -74,21 +73,21 @@ func (p *pipeline) startStreams(ctx context.Context, start func(string, func(con
 
 // startMarts starts the marts scheduler: gold marts, asset checks and
 // table maintenance.
-func (p *pipeline) startMarts(start func(string, func(context.Context) error)) {
-	refresh := p.flags.refresh
+func (p *Appliance) startMarts(start func(string, func(context.Context) error)) {
+	refresh := p.cfg.Refresh
 	if refresh <= 0 {
 		refresh = -1 // marts and checks off; compaction and expiry still run
 	}
 	m := marts.New(p.lake, p.db, marts.Config{
 		RefreshEvery:    refresh,
-		MaintainEvery:   p.flags.maintainEvery,
-		OpsRetention:    p.flags.opsRetention,
-		CompactEvery:    p.flags.compactEvery,
-		MaxSnapshots:    p.flags.maxSnapshots,
-		KeepSnapshots:   p.flags.keepSnapshots,
+		MaintainEvery:   p.cfg.MaintainEvery,
+		OpsRetention:    p.cfg.OpsRetention,
+		CompactEvery:    p.cfg.CompactEvery,
+		MaxSnapshots:    p.cfg.MaxSnapshots,
+		KeepSnapshots:   p.cfg.KeepSnapshots,
 		Protect:         p.protect,
-		DuckTempDir:     filepath.Join(p.flags.data, "tmp", "duckdb"),
-		DuckMemoryLimit: p.flags.martsMemory,
+		DuckTempDir:     filepath.Join(p.cfg.Data, "tmp", "duckdb"),
+		DuckMemoryLimit: p.cfg.MartsMemory,
 		Logger:          p.log,
 		OnRun:           p.release.afterJob,
 	})
@@ -102,8 +101,8 @@ func (p *pipeline) startMarts(start func(string, func(context.Context) error)) {
 // start its next batch from (lakeio.Protect over the readers silver and
 // sessions declare), or the first one of a table holdHistory names (the
 // bench). Expiry keeps it and everything newer.
-func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
-	if slices.Contains(p.flags.holdHistory, ident) {
+func (p *Appliance) protect(ctx context.Context, ident string) (int64, error) {
+	if slices.Contains(p.cfg.HoldHistory, ident) {
 		snaps, err := p.lake.AppendsAfter(ctx, ident, 0)
 		if err != nil {
 			return 0, fmt.Errorf("hold %s: %w", ident, err)
@@ -118,21 +117,4 @@ func (p *pipeline) protect(ctx context.Context, ident string) (int64, error) {
 		return 0, fmt.Errorf("%w: %w", marts.ErrNotConsumed, err)
 	}
 	return snap, err
-}
-
-// demoSummary refreshes the gold marts once and prints what they hold. It
-// returns the refresh's error (ErrChecksFailed naming the checks that
-// failed, after printing every check and the summary) or the summary's.
-func (p *pipeline) demoSummary(ctx context.Context, w io.Writer) error {
-	rep, err := p.marts.Refresh(ctx)
-	if err != nil && !errors.Is(err, marts.ErrChecksFailed) {
-		return err
-	}
-	for _, c := range rep.Checks {
-		fmt.Fprintf(w, "demo: asset check %s\n", c)
-	}
-	if serr := p.marts.Summary(ctx, w); serr != nil {
-		return errors.Join(err, serr)
-	}
-	return err
 }

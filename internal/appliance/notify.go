@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"log/slog"

@@ -1,4 +1,4 @@
-package main
+package appliance
 
 import (
 	"context"
@@ -13,36 +13,36 @@ import (
 // retentionEvery is how often the appliance applies broker retention.
 const retentionEvery = 10 * time.Minute
 
-// retentionBytesAuto is --retention-bytes' default: a tenth of the size
+// RetentionBytesAuto is --retention-bytes' default: a tenth of the size
 // of the data directory's file system. The broker's records are what
 // bronze has not landed yet, and the past that `reland` can replay; once
 // bronze holds a record, the warehouse keeps it for good, so the broker's
 // share is a buffer, not the lake: on a small disk a tenth still holds
 // days of the real stream, and leaves the rest to the warehouse's growth.
-const retentionBytesAuto = -1
+const RetentionBytesAuto = -1
 
-// retentionBytesShare is the part of the file system retentionBytesAuto
-// gives the broker: 1/retentionBytesShare.
-const retentionBytesShare = 10
+// RetentionBytesShare is the part of the file system RetentionBytesAuto
+// gives the broker: 1/RetentionBytesShare.
+const RetentionBytesShare = 10
 
 // brokerRetentionBytes resolves --retention-bytes for the data directory:
 // 0 (no size limit) when the file system's size cannot be had.
-func (f *pipelineFlags) brokerRetentionBytes() int64 {
-	if f.retentionBytes != retentionBytesAuto {
-		return f.retentionBytes
+func (c *Config) brokerRetentionBytes() int64 {
+	if c.RetentionBytes != RetentionBytesAuto {
+		return c.RetentionBytes
 	}
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(f.data, &st); err != nil {
+	if err := syscall.Statfs(c.Data, &st); err != nil {
 		return 0
 	}
-	return int64(st.Blocks) * int64(st.Bsize) / retentionBytesShare
+	return int64(st.Blocks) * int64(st.Bsize) / RetentionBytesShare
 }
 
 // startRetention starts the embedded broker's retention. A Kafka
 // cluster's retention is its topics' own (retention.ms), which does not
 // know what bronze has landed: docs/scale-out.md says how to set it.
-func (p *pipeline) startRetention(start func(string, func(context.Context) error)) {
-	if p.flags.retention <= 0 && p.flags.retentionBytes == 0 && p.flags.dlqRetention <= 0 {
+func (p *Appliance) startRetention(start func(string, func(context.Context) error)) {
+	if p.cfg.Retention <= 0 && p.cfg.RetentionBytes == 0 && p.cfg.DLQRetention <= 0 {
 		return
 	}
 	db, ok := p.db.(*broker.DB)
@@ -56,10 +56,10 @@ func (p *pipeline) startRetention(start func(string, func(context.Context) error
 // runRetention applies retention at once (what is due after a restart is
 // due now) and then every retentionEvery until ctx is done. A failed pass
 // is logged and retried at the next tick; it never stops the appliance.
-func (p *pipeline) runRetention(ctx context.Context, db *broker.DB) error {
-	maxBytes := p.flags.brokerRetentionBytes()
+func (p *Appliance) runRetention(ctx context.Context, db *broker.DB) error {
+	maxBytes := p.cfg.brokerRetentionBytes()
 	if maxBytes > 0 {
-		p.log.Info("broker retention by size", "topic", ingest.DefaultTopic, "max_bytes", maxBytes, "max_age", p.flags.retention)
+		p.log.Info("broker retention by size", "topic", ingest.DefaultTopic, "max_bytes", maxBytes, "max_age", p.cfg.Retention)
 	}
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -70,20 +70,20 @@ func (p *pipeline) runRetention(ctx context.Context, db *broker.DB) error {
 		case <-t.C:
 		}
 		t.Reset(retentionEvery)
-		if p.flags.retention > 0 || maxBytes > 0 {
-			n, err := stream.RetainBronze(ctx, db, p.lake, ingest.DefaultTopic, p.flags.retention, maxBytes, time.Now())
-			p.logRetention(ingest.DefaultTopic, n, err, p.flags.retention)
+		if p.cfg.Retention > 0 || maxBytes > 0 {
+			n, err := stream.RetainBronze(ctx, db, p.lake, ingest.DefaultTopic, p.cfg.Retention, maxBytes, time.Now())
+			p.logRetention(ingest.DefaultTopic, n, err, p.cfg.Retention)
 		}
-		if p.flags.dlqRetention > 0 {
-			n, err := stream.RetainDLQ(ctx, db, p.lake, ingest.DefaultDLQTopic, p.flags.dlqRetention, time.Now())
-			p.logRetention(ingest.DefaultDLQTopic, n, err, p.flags.dlqRetention)
+		if p.cfg.DLQRetention > 0 {
+			n, err := stream.RetainDLQ(ctx, db, p.lake, ingest.DefaultDLQTopic, p.cfg.DLQRetention, time.Now())
+			p.logRetention(ingest.DefaultDLQTopic, n, err, p.cfg.DLQRetention)
 		}
 	}
 }
 
 // logRetention logs one retention pass of topic (a failed pass is retried
 // at the next tick).
-func (p *pipeline) logRetention(topic string, removed int64, err error, maxAge time.Duration) {
+func (p *Appliance) logRetention(topic string, removed int64, err error, maxAge time.Duration) {
 	switch {
 	case err != nil:
 		p.log.Warn("broker retention failed", "topic", topic, "err", err)
