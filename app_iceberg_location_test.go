@@ -18,6 +18,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/appliance"
+	"lakehouse/internal/dashboard"
 	"lakehouse/internal/health"
 	"lakehouse/internal/localapi"
 	"lakehouse/table"
@@ -255,7 +256,7 @@ func TestOddCatalogEntriesDoNotBrick(t *testing.T) {
 			strings.Contains(body, "warning: catalog: client table client.x") && strings.Contains(body, "warning: catalog: client table dos.t")
 	})
 	var out bytes.Buffer
-	printStatus(&out, b.observation(t))
+	dashboard.WriteText(&out, b.observation(t))
 	if !strings.Contains(out.String(), "client.x") || !strings.Contains(out.String(), "dos.t") || len(b.observation(t).OddTables) != 2 {
 		t.Errorf("status does not name both odd entries:\n%s", out.String())
 	}

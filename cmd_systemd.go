@@ -4,86 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
+	"lakehouse/internal/appliance"
 	"strings"
-	"text/template"
 )
 
 func init() {
 	register(&command{name: "systemd", summary: "print a systemd unit that runs the appliance as a service (Type=notify, watchdog, hardening)", run: runSystemd})
 }
 
-// unitTemplate is the service unit. Type=notify: systemd counts the service
-// started once every query has recovered its position (READY=1); the
-// watchdog is fed only while the pipeline progresses, so a stalled query
-// gets the process restarted; SIGTERM drains and stops cleanly.
-var unitTemplate = template.Must(template.New("unit").Parse(`# lakehouse.service: the Wikimedia recentchange stream, from the wire to gold marts, exactly once.
-# Install: lakehouse systemd > /etc/systemd/system/lakehouse.service
-#          systemctl daemon-reload && systemctl enable --now lakehouse
-# Watch:   journalctl -u lakehouse -f   (JSON lines)   |   lakehouse status   |   http://{{.HTTP}}/
-[Unit]
-Description=lakehouse appliance: Wikimedia recentchange to Iceberg and gold marts
-Wants=network-online.target
-After=network-online.target
-
-[Service]
-Type=notify
-NotifyAccess=main
-ExecStart={{.Binary}} run --data {{.Data}} --http {{.HTTP}}{{range .Args}} {{.}}{{end}}
-Restart=on-failure
-RestartSec=5s
-# Start-up recovery (re-running a planned batch, rebuilding lost state) may take minutes.
-TimeoutStartSec=10min
-# SIGTERM flushes the batch in flight and the progress rows.
-TimeoutStopSec=2min
-WatchdogSec={{.Watchdog}}
-{{if .StateDir}}DynamicUser=yes
-StateDirectory={{.StateDir}}
-StateDirectoryMode=0750
-{{else}}# --data is outside /var/lib: the user must exist and own it, as in
-#   useradd --system --no-create-home {{.User}} && mkdir -p {{.Data}} && chown {{.User}}: {{.Data}}
-User={{.User}}
-ReadWritePaths={{.Data}}
-{{end}}WorkingDirectory={{.Data}}
-Environment=GOMEMLIMIT={{.MemLimit}}
-LimitNOFILE=65536
-
-NoNewPrivileges=yes
-ProtectSystem=strict
-ProtectHome=yes
-PrivateTmp=yes
-PrivateDevices=yes
-ProtectKernelTunables=yes
-ProtectKernelModules=yes
-ProtectKernelLogs=yes
-ProtectControlGroups=yes
-ProtectClock=yes
-ProtectHostname=yes
-RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
-RestrictNamespaces=yes
-RestrictRealtime=yes
-RestrictSUIDSGID=yes
-LockPersonality=yes
-SystemCallArchitectures=native
-CapabilityBoundingSet=
-AmbientCapabilities=
-
-[Install]
-WantedBy=multi-user.target
-`))
-
-type unitParams struct {
-	Name, Binary, HTTP, Watchdog, MemLimit string
-	// Data is the data directory; StateDir its path under /var/lib when
-	// it is there (systemd creates it, owned by the dynamic user), and
-	// User the service's user when it is not.
-	Data, StateDir, User string
-	Args                 []string
-}
-
 func runSystemd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("systemd", stderr)
-	var u unitParams
+	var u appliance.Unit
 	fs.StringVar(&u.Name, "name", "lakehouse", "service name: the state directory is /var/lib/<name>")
 	fs.StringVar(&u.Binary, "binary", "/usr/local/bin/lakehouse", "path of the installed binary (go build -o /usr/local/bin/lakehouse .)")
 	fs.StringVar(&u.HTTP, "http", defaultHTTPAddr, "address of the dashboard and /metrics (loopback; see README for remote access)")
@@ -110,36 +41,19 @@ func runSystemd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if u.Data == "" {
 		u.Data = "/var/lib/" + u.Name
 	}
-	if err := u.place(); err != nil {
-		return err
+	if err := u.Place(); err != nil {
+		return fmt.Errorf("%w: %w", err, errUsage)
 	}
 	if err := checkUnitRunFlags(u); err != nil {
 		return err
 	}
-	return unitTemplate.Execute(stdout, u)
-}
-
-// place derives where the unit keeps its data: a directory under /var/lib
-// is a StateDirectory of a dynamic user, any other one needs a user.
-func (u *unitParams) place() error {
-	if !filepath.IsAbs(u.Data) {
-		return fmt.Errorf("--data %q: want an absolute path (systemd runs the service from /): %w", u.Data, errUsage)
-	}
-	u.Data = filepath.Clean(u.Data)
-	if rel, ok := strings.CutPrefix(u.Data, "/var/lib/"); ok && rel != "" {
-		u.StateDir = rel
-		return nil
-	}
-	if u.User == "" {
-		return fmt.Errorf("--data %s is outside /var/lib: the service needs --user: %w", u.Data, errUsage)
-	}
-	return nil
+	return u.Write(stdout)
 }
 
 // checkUnitRunFlags parses the unit's ExecStart arguments as run would, so
 // a unit that could never start (a misspelt flag, a bad value) is refused
 // now rather than by systemd's restart loop.
-func checkUnitRunFlags(u unitParams) error {
+func checkUnitRunFlags(u appliance.Unit) error {
 	for _, a := range u.Args {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if strings.HasPrefix(a, "-") && (name == "data" || name == "http") {

@@ -11,9 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 	"lakehouse/broker/kafka"
 	"lakehouse/ingest"
 	"lakehouse/internal/appliance"
+	"lakehouse/internal/demo"
 	"lakehouse/internal/fault"
 	"lakehouse/internal/gcpace"
 	"lakehouse/internal/recentchange"
@@ -123,23 +121,10 @@ func armFaultsFromEnv(stderr io.Writer) error {
 	if v == "" {
 		return nil
 	}
-	name, skipS, hasSkip := strings.Cut(v, ":")
-	skip := 0
-	if hasSkip {
-		n, err := strconv.Atoi(skipS)
-		if err != nil || n < 0 {
-			return fmt.Errorf("%s=%q: the skip after the colon must be a count of hits, 0 or more: %w", envCrashAt, v, errUsage)
-		}
-		skip = n
+	name, skip, err := fault.ArmSpec(v)
+	if err != nil {
+		return fmt.Errorf("%s=%w: %w", envCrashAt, err, errUsage)
 	}
-	var names []string
-	for _, k := range fault.Known() {
-		names = append(names, k[0])
-	}
-	if !slices.Contains(names, name) {
-		return fmt.Errorf("%s=%q: no crash hook is named %q (known: %s): %w", envCrashAt, v, name, strings.Join(names, ", "), errUsage)
-	}
-	fault.Arm(name, skip)
 	fmt.Fprintf(stderr, "lakehouse: %s is set: this process will SIGKILL itself at hook %s (after %d hits); for kill tests and prove only\n", envCrashAt, name, skip)
 	return nil
 }
@@ -157,11 +142,11 @@ func orDemo(c *appliance.Store, fs *flag.FlagSet, stderr io.Writer) {
 	if _, err := os.Stat(defaultDataDir); !errors.Is(err, iofs.ErrNotExist) {
 		return
 	}
-	if _, err := os.Stat(filepath.Join(defaultDemoDir, demoMarker)); err != nil {
+	if _, err := os.Stat(filepath.Join(demo.DefaultDir, demo.Marker)); err != nil {
 		return
 	}
-	c.Data = defaultDemoDir
-	fmt.Fprintf(stderr, "lakehouse: no %s here: reading the demo's lake in %s (--data chooses another)\n", defaultDataDir, defaultDemoDir)
+	c.Data = demo.DefaultDir
+	fmt.Fprintf(stderr, "lakehouse: no %s here: reading the demo's lake in %s (--data chooses another)\n", defaultDataDir, demo.DefaultDir)
 }
 
 // envRole is --role in the environment.

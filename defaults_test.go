@@ -1,6 +1,7 @@
 package main
 
 import (
+	"lakehouse/internal/demo"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func TestCommandsFindTheDemoLake(t *testing.T) {
 		t.Errorf("topics --data %s: exit %d, %q; want 1, no broker there", defaultDataDir, code, stderr.String())
 	}
 
-	files, _ := filepath.Glob(filepath.Join(defaultDemoDir, "warehouse", "bronze.db", "recentchange", "data", "*", "*.parquet"))
+	files, _ := filepath.Glob(filepath.Join(demo.DefaultDir, "warehouse", "bronze.db", "recentchange", "data", "*", "*.parquet"))
 	if len(files) == 0 {
 		t.Fatal("no bronze data file in the demo's lake")
 	}
@@ -46,7 +47,7 @@ func TestCommandsFindTheDemoLake(t *testing.T) {
 	}
 	out.Reset()
 	code := run([]string{"verify"}, &out, &out)
-	abs, _ := filepath.Abs(defaultDemoDir)
+	abs, _ := filepath.Abs(demo.DefaultDir)
 	for _, want := range []string{"no such file or directory", "a bronze data file is missing",
 		"reland --data " + abs + " --dry-run` lists the missing files"} {
 		if code != 1 || !strings.Contains(out.String(), want) {

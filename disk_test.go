@@ -8,6 +8,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/appliance"
+	"lakehouse/internal/dashboard"
 	"lakehouse/internal/health"
 )
 
@@ -24,7 +25,7 @@ func TestDiskBudgetShown(t *testing.T) {
 		t.Fatalf("/api/status disk: %+v", o.Disk)
 	}
 	var out strings.Builder
-	printStatus(&out, o)
+	dashboard.WriteText(&out, o)
 	if !strings.Contains(out.String(), "disk: ") || !strings.Contains(out.String(), "broker.db ") {
 		t.Fatalf("status does not show the disk budget:\n%s", out.String())
 	}

@@ -14,6 +14,7 @@ import (
 
 	"lakehouse/broker"
 	"lakehouse/ingest"
+	"lakehouse/internal/demo"
 	"lakehouse/internal/fault"
 )
 
@@ -113,7 +114,8 @@ func TestDefaultFlagsPass(t *testing.T) {
 			t.Errorf("%v refused: %v", ok, err)
 		}
 	}
-	if err := checkDemoFlags(&f, 2000, 2, 5000, defaultDemoSpan, 5*time.Minute); err != nil {
+	o := demo.Options{Config: f.Config, Events: 2000, Loops: 2, Rate: 5000, Span: demo.DefaultSpan, Timeout: 5 * time.Minute}
+	if err := refused(o.Problems()); err != nil {
 		t.Errorf("demo's defaults refused: %v", err)
 	}
 }
@@ -125,7 +127,7 @@ func TestDemoHelpShowsDemoDefaults(t *testing.T) {
 	if code := run([]string{"help", "demo"}, &out, io.Discard); code != 0 {
 		t.Fatalf("help demo: exit status %d", code)
 	}
-	for _, want := range []string{`(default "` + defaultDemoDir + `")`, "(default 500ms)", `(default "127.0.0.1:0")`} {
+	for _, want := range []string{`(default "` + demo.DefaultDir + `")`, "(default 500ms)", `(default "127.0.0.1:0")`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help demo does not show %s", want)
 		}

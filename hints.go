@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"lakehouse/internal/boltfile"
+	"lakehouse/internal/humanize"
 )
 
 // self is this program as it was invoked, for the command lines that hints
@@ -73,7 +74,7 @@ func errorHint(err error) string {
 	var ol *olderLakeError
 	if errors.As(err, &ol) {
 		return fmt.Sprintf("to upgrade it, start the appliance on it once: `%s run --data %s --no-ingest` upgrades the tables in place as it starts; stop it (Ctrl-C) once it logs \"lakehouse running\", or leave it running (every command reads through it)",
-			self(), shellJoin([]string{ol.data}))
+			self(), humanize.ShellJoin([]string{ol.data}))
 	}
 	var pe *fs.PathError
 	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) && strings.HasSuffix(pe.Path, ".parquet") {
@@ -81,7 +82,7 @@ func errorHint(err error) string {
 		if i := strings.Index(p, "/bronze.db/recentchange/"); i >= 0 {
 			data := ""
 			if d, ok := strings.CutSuffix(p[:i], "/warehouse"); ok {
-				data = " --data " + shellJoin([]string{filepath.FromSlash(d)})
+				data = " --data " + humanize.ShellJoin([]string{filepath.FromSlash(d)})
 			}
 			return fmt.Sprintf("a bronze data file is missing: with the appliance stopped, `%[1]s reland%[2]s --dry-run` lists the missing files and `%[1]s reland%[2]s` re-lands their rows from the broker, exactly once", self(), data)
 		}

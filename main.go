@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"lakehouse/internal/boltfile"
+	"lakehouse/internal/humanize"
 )
 
 // command is one subcommand of the CLI.
@@ -123,7 +124,7 @@ func flagsFirst(args []string) string {
 	for i, a := range args {
 		if commands[a] != nil && a != "help" {
 			moved := append(append([]string{a}, args[i+1:]...), args[:i]...)
-			return msg + "; here: lakehouse " + shellJoin(moved)
+			return msg + "; here: lakehouse " + humanize.ShellJoin(moved)
 		}
 	}
 	return msg + "; `lakehouse help` lists the commands"
@@ -199,22 +200,6 @@ func parseFlagsAndArgs(fs *flag.FlagSet, args []string) error {
 		return errUsage
 	}
 	return nil
-}
-
-// shellJoin joins args into a line a POSIX shell reads back as args.
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = a
-		if a == "" || strings.ContainsFunc(a, func(r rune) bool { return !safeShellRune(r) }) {
-			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(q, " ")
-}
-
-func safeShellRune(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r)
 }
 
 // exitInterrupted is the status of a command that Ctrl-C stopped before it

@@ -15,6 +15,7 @@ import (
 
 	"lakehouse/ingest/replay"
 	"lakehouse/internal/appliance"
+	"lakehouse/internal/dashboard"
 	"lakehouse/internal/health"
 )
 
@@ -96,7 +97,7 @@ func TestObjectStoreRequestsCounted(t *testing.T) {
 		t.Errorf("/api/status has no object-store requests: %+v", o.ObjectStore)
 	}
 	var st strings.Builder
-	if printStatus(&st, o); !strings.Contains(st.String(), "object store: ") {
+	if dashboard.WriteText(&st, o); !strings.Contains(st.String(), "object store: ") {
 		t.Errorf("status prints no object-store requests:\n%s", st.String())
 	}
 
@@ -138,7 +139,7 @@ func TestObjectStoreRequestsLocal(t *testing.T) {
 		t.Errorf("/api/status has object-store requests for a local warehouse: %+v", o.ObjectStore)
 	}
 	var st strings.Builder
-	if printStatus(&st, o); strings.Contains(st.String(), "object store") {
+	if dashboard.WriteText(&st, o); strings.Contains(st.String(), "object store") {
 		t.Errorf("status prints object-store requests for a local warehouse:\n%s", st.String())
 	}
 }

@@ -106,17 +106,17 @@ func Open(ctx context.Context, f Config, log *slog.Logger) (*Appliance, error) {
 }
 
 // Close closes the lake and the broker (after Run has returned).
-func (p *Appliance) Close() error {
+func (a *Appliance) Close() error {
 	var err error
-	if p.lake != nil {
-		err = p.lake.Close()
+	if a.lake != nil {
+		err = a.lake.Close()
 	}
-	return errors.Join(err, p.db.Close())
+	return errors.Join(err, a.db.Close())
 }
 
 // Run starts every component and waits until ctx is done or one of them
 // fails; then it stops the others and returns the first error.
-func (p *Appliance) Run(ctx context.Context, stderr io.Writer) error {
+func (a *Appliance) Run(ctx context.Context, stderr io.Writer) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -127,20 +127,20 @@ func (p *Appliance) Run(ctx context.Context, stderr io.Writer) error {
 			// The label tags CPU profiles (bench --profile) by component.
 			pprof.Do(ctx, pprof.Labels("component", name), func(ctx context.Context) {
 				if err := fn(ctx); err != nil && ctx.Err() == nil {
-					p.log.Error("component failed; stopping the appliance", "component", name, "err", err)
+					a.log.Error("component failed; stopping the appliance", "component", name, "err", err)
 					cancel(fmt.Errorf("%s: %w", name, err))
 				}
 			})
 		}()
 	}
-	if p.cfg.HTTPAddr != "" {
-		stopHTTP, err := p.serveHTTP(ctx, stderr)
+	if a.cfg.HTTPAddr != "" {
+		stopHTTP, err := a.serveHTTP(ctx, stderr)
 		if err != nil {
 			return err
 		}
 		defer stopHTTP()
 	}
-	stopLocal, err := p.serveLocal(ctx)
+	stopLocal, err := a.serveLocal(ctx)
 	if err != nil {
 		return err
 	}
@@ -152,36 +152,36 @@ func (p *Appliance) Run(ctx context.Context, stderr io.Writer) error {
 		wg.Wait()
 		return err
 	}
-	if p.cfg.Runs(RoleIngest) && !p.cfg.NoIngest {
-		icfg := p.cfg.ingestConfig(p.log)
-		if p.cfg.Since != "" {
-			t, err := time.Parse(time.RFC3339, p.cfg.Since)
+	if a.cfg.Runs(RoleIngest) && !a.cfg.NoIngest {
+		icfg := a.cfg.ingestConfig(a.log)
+		if a.cfg.Since != "" {
+			t, err := time.Parse(time.RFC3339, a.cfg.Since)
 			if err != nil {
-				return fmt.Errorf("--since %q: want RFC 3339: %w", p.cfg.Since, err)
+				return fmt.Errorf("--since %q: want RFC 3339: %w", a.cfg.Since, err)
 			}
 			icfg.Since = t
 		}
-		ing, err := ingest.New(p.db, icfg)
+		ing, err := ingest.New(a.db, icfg)
 		if err != nil {
 			return err
 		}
-		p.mu.Lock()
-		p.ingest = ing
-		p.mu.Unlock()
+		a.mu.Lock()
+		a.ingest = ing
+		a.mu.Unlock()
 		start("ingest", ing.Run)
 	}
-	if p.cfg.Runs(RoleStream) {
-		if err := p.startStreams(ctx, start); err != nil {
+	if a.cfg.Runs(RoleStream) {
+		if err := a.startStreams(ctx, start); err != nil {
 			return stopAll(err)
 		}
 	}
-	if p.cfg.Runs(RoleMarts) {
-		p.startMarts(start)
+	if a.cfg.Runs(RoleMarts) {
+		a.startMarts(start)
 	}
-	start("health", p.runHealth)
-	go p.notifyReady(ctx)
+	start("health", a.runHealth)
+	go a.notifyReady(ctx)
 	<-ctx.Done()
-	p.notify.stopping()
+	a.notify.stopping()
 	wg.Wait()
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
@@ -191,25 +191,25 @@ func (p *Appliance) Run(ctx context.Context, stderr io.Writer) error {
 
 // streamConfig is the flags' configuration of query name, reporting each
 // batch to the telemetry.
-func (p *Appliance) streamConfig(name string) (stream.Config, error) {
-	cfg, err := p.cfg.streamConfig(name, p.log)
-	cfg.OnBatch = p.tel.OnBatch(name)
-	if name == stream.BronzeQuery && p.cfg.KillAtBronze > 0 {
-		cfg.OnBatch = killAtBronze(p.cfg.KillAtBronze, cfg.OnBatch, fault.Kill)
+func (a *Appliance) streamConfig(name string) (stream.Config, error) {
+	cfg, err := a.cfg.streamConfig(name, a.log)
+	cfg.OnBatch = a.tel.OnBatch(name)
+	if name == stream.BronzeQuery && a.cfg.KillAtBronze > 0 {
+		cfg.OnBatch = killAtBronze(a.cfg.KillAtBronze, cfg.OnBatch, fault.Kill)
 	}
 	return cfg, err
 }
 
 // components returns the ingester and the marts once started (nil before;
 // the HTTP surface starts first).
-func (p *Appliance) components() (*ingest.Ingester, *marts.Marts) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ingest, p.marts
+func (a *Appliance) components() (*ingest.Ingester, *marts.Marts) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ingest, a.marts
 }
 
-func (p *Appliance) addQuery(name string, q *stream.Query) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.queries[name] = q
+func (a *Appliance) addQuery(name string, q *stream.Query) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.queries[name] = q
 }

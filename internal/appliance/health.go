@@ -7,13 +7,13 @@ import (
 
 // runHealth evaluates readiness every rules.Every until ctx is done, and
 // feeds the systemd watchdog while the pipeline progresses.
-func (p *Appliance) runHealth(ctx context.Context) error {
-	t := time.NewTicker(p.health.Rules.Every)
+func (a *Appliance) runHealth(ctx context.Context) error {
+	t := time.NewTicker(a.health.Rules.Every)
 	defer t.Stop()
 	for {
-		st := p.health.Evaluate(p.Observe(ctx), p.tel.Query)
+		st := a.health.Evaluate(a.Observe(ctx), a.tel.Query)
 		if st.Progressing {
-			p.notify.watchdog()
+			a.notify.watchdog()
 		}
 		select {
 		case <-ctx.Done():

@@ -28,22 +28,22 @@ import (
 // serveHTTP starts the HTTP surface and returns the function that shuts it
 // down (waiting up to 5 s for requests in flight). Its connections are
 // bounded in time and number (httpbound).
-func (p *Appliance) serveHTTP(ctx context.Context, stderr io.Writer) (func(), error) {
-	ln, err := net.Listen("tcp", p.cfg.HTTPAddr)
+func (a *Appliance) serveHTTP(ctx context.Context, stderr io.Writer) (func(), error) {
+	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s (another appliance on this port? pass --http ADDR or --http off): %w", p.cfg.HTTPAddr, err)
+		return nil, fmt.Errorf("listen %s (another appliance on this port? pass --http ADDR or --http off): %w", a.cfg.HTTPAddr, err)
 	}
-	b := p.cfg.HTTPBounds.WithDefaults()
-	srv, lim := httpbound.Server(withToken(p.cfg.HTTPToken, p.handler()), ln, b)
+	b := a.cfg.HTTPBounds.WithDefaults()
+	srv, lim := httpbound.Server(withToken(a.cfg.HTTPToken, a.handler()), ln, b)
 	fmt.Fprintf(stderr, "%shttp://%s\n", observe.LinePrefix, ln.Addr())
-	p.mu.Lock()
-	p.httpURL = "http://" + ln.Addr().String()
-	p.httpConns = lim
-	p.mu.Unlock()
-	p.log.Info("dashboard at http://"+ln.Addr().String()+"/", "metrics", "/metrics", "readiness", "/readyz")
+	a.mu.Lock()
+	a.httpURL = "http://" + ln.Addr().String()
+	a.httpConns = lim
+	a.mu.Unlock()
+	a.log.Info("dashboard at http://"+ln.Addr().String()+"/", "metrics", "/metrics", "readiness", "/readyz")
 	go func() {
 		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			p.log.Error("http server stopped", "err", err)
+			a.log.Error("http server stopped", "err", err)
 		}
 	}()
 	return func() {
@@ -55,14 +55,14 @@ func (p *Appliance) serveHTTP(ctx context.Context, stderr io.Writer) (func(), er
 
 // waitHTTP returns the HTTP surface's base URL once it listens ("" when
 // the surface is off or ctx ends first).
-func (p *Appliance) WaitHTTP(ctx context.Context) string {
-	if p.cfg.HTTPAddr == "" {
+func (a *Appliance) WaitHTTP(ctx context.Context) string {
+	if a.cfg.HTTPAddr == "" {
 		return ""
 	}
 	for {
-		p.mu.Lock()
-		u := p.httpURL
-		p.mu.Unlock()
+		a.mu.Lock()
+		u := a.httpURL
+		a.mu.Unlock()
 		if u != "" {
 			return u
 		}
@@ -106,19 +106,19 @@ func withToken(token string, next http.Handler) http.Handler {
 	})
 }
 
-func (p *Appliance) handler() http.Handler {
+func (a *Appliance) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", dashboard.Handler())
 	mux.HandleFunc("GET "+observe.ObservationPath, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, p.Observe(r.Context()))
+		writeJSON(w, http.StatusOK, a.Observe(r.Context()))
 	})
 	mux.HandleFunc("GET "+observe.StatusPath, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, p.observeBrief(r.Context(), r.URL.Query()["query"]...).Status())
+		writeJSON(w, http.StatusOK, a.observeBrief(r.Context(), r.URL.Query()["query"]...).Status())
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.NewRegistry(metricsSource{p}), promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.NewRegistry(metricsSource{a}), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if down := p.health.State().IngestDown; down != "" {
+		if down := a.health.State().IngestDown; down != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ok: "+down)
 			return
@@ -126,7 +126,7 @@ func (p *Appliance) handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		st := p.health.State()
+		st := a.health.State()
 		code := http.StatusOK
 		if !st.Ready {
 			code = http.StatusServiceUnavailable
@@ -149,8 +149,8 @@ func (p *Appliance) handler() http.Handler {
 			fmt.Fprintln(w, "warning: "+r)
 		}
 	})
-	if p.lake != nil { // --role ingest opens no tables
-		rest := p.icebergREST()
+	if a.lake != nil { // --role ingest opens no tables
+		rest := a.icebergREST()
 		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete} {
 			mux.Handle(m+" "+icebergPath+"/", rest) // methods named: "GET /" would conflict with a bare pattern
 		}
@@ -169,21 +169,21 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // notifyReady tells systemd (and the log) that start-up recovery is done:
 // once every query has recovered its position (it has a query id).
-func (p *Appliance) notifyReady(ctx context.Context) {
+func (a *Appliance) notifyReady(ctx context.Context) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		p.mu.Lock()
+		a.mu.Lock()
 		// A process without the stream role (--role ingest or marts) has
 		// no query to recover: it is ready once its components started.
-		ready := len(p.queries) > 0 || !p.cfg.Runs(RoleStream)
-		for _, q := range p.queries {
+		ready := len(a.queries) > 0 || !a.cfg.Runs(RoleStream)
+		for _, q := range a.queries {
 			ready = ready && q.QueryID() != ""
 		}
-		p.mu.Unlock()
+		a.mu.Unlock()
 		if ready {
-			p.notify.ready()
-			p.log.Info("appliance started: every query recovered its position", "role", p.cfg.RoleName())
+			a.notify.ready()
+			a.log.Info("appliance started: every query recovered its position", "role", a.cfg.RoleName())
 			return
 		}
 		select {
@@ -195,10 +195,10 @@ func (p *Appliance) notifyReady(ctx context.Context) {
 }
 
 // settings are the configuration the dashboard shows.
-func (p *Appliance) settings() map[string]string {
-	f := p.cfg
+func (a *Appliance) settings() map[string]string {
+	f := a.cfg
 	maxSnapshots := f.MaxSnapshots
-	if _, m := p.components(); m != nil {
+	if _, m := a.components(); m != nil {
 		maxSnapshots = m.Config().MaxSnapshots
 	}
 	source := f.Source
@@ -206,8 +206,8 @@ func (p *Appliance) settings() map[string]string {
 		source = "(no ingest)"
 	}
 	warehouse := "(no tables: --role ingest)"
-	if p.lake != nil {
-		warehouse = p.lake.Warehouse()
+	if a.lake != nil {
+		warehouse = a.lake.Warehouse()
 	}
 	return map[string]string{
 		"data": f.Data, "warehouse": warehouse, "source": source, "role": f.RoleName(), "broker": f.BrokerName(),
@@ -232,14 +232,14 @@ func sessionMaxSetting(d time.Duration) string {
 }
 
 // metricsSource is the pipeline as /metrics reads it.
-type metricsSource struct{ p *Appliance }
+type metricsSource struct{ a *Appliance }
 
-func (m metricsSource) Observe(ctx context.Context) observe.Observation { return m.p.Observe(ctx) }
+func (m metricsSource) Observe(ctx context.Context) observe.Observation { return m.a.Observe(ctx) }
 
-func (m metricsSource) Totals(query string) (telemetry.Totals, bool) { return m.p.tel.Query(query) }
+func (m metricsSource) Totals(query string) (telemetry.Totals, bool) { return m.a.tel.Query(query) }
 
 func (m metricsSource) Conns() *httpbound.Limiter {
-	m.p.mu.Lock()
-	defer m.p.mu.Unlock()
-	return m.p.httpConns
+	m.a.mu.Lock()
+	defer m.a.mu.Unlock()
+	return m.a.httpConns
 }

@@ -32,12 +32,12 @@ func OwnNamespaces() map[string]bool {
 // icebergPath: the appliance's own namespaces read-only, others free for
 // clients to create tables in, where the lake's location rule allows
 // (table.Config.OwnNamespaces, set by tableConfig).
-func (p *Appliance) icebergREST() http.Handler {
+func (a *Appliance) icebergREST() http.Handler {
 	own := OwnNamespaces()
-	srv := restcatalog.New(p.lake.Catalog(), restcatalog.Options{
+	srv := restcatalog.New(a.lake.Catalog(), restcatalog.Options{
 		ReadOnly: func(ns icetable.Identifier) bool { return len(ns) > 0 && own[ns[0]] },
-		Config:   p.lake.ReaderConfig(),
-		Logger:   p.log,
+		Config:   a.lake.ReaderConfig(),
+		Logger:   a.log,
 	})
 	return http.StripPrefix(icebergPath, srv)
 }

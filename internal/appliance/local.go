@@ -29,7 +29,7 @@ import (
 
 // serveLocal starts the local endpoint and writes appliance.json; the
 // returned function stops it and removes the file.
-func (p *Appliance) serveLocal(ctx context.Context) (func(), error) {
+func (a *Appliance) serveLocal(ctx context.Context) (func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("local endpoint: %w", err)
@@ -40,34 +40,34 @@ func (p *Appliance) serveLocal(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("local endpoint: %w", err)
 	}
 	info := localapi.Info{PID: os.Getpid(), URL: "http://" + ln.Addr().String(), Token: hex.EncodeToString(tok[:]),
-		Started: time.Now().UTC(), Version: p.cfg.Version}
-	if _, ok := p.db.(*broker.DB); ok {
+		Started: time.Now().UTC(), Version: a.cfg.Version}
+	if _, ok := a.db.(*broker.DB); ok {
 		info.Embedded = append(info.Embedded, "broker")
 	}
-	if p.lake != nil && p.cfg.Catalog == "" {
+	if a.lake != nil && a.cfg.Catalog == "" {
 		info.Embedded = append(info.Embedded, "catalog")
 	}
 	// The same bounds as the public surface, with a cap of its own: a local
 	// process without the token must not hold the descriptors either.
 	b := httpbound.Defaults
 	b.MaxConns = localapi.MaxConns
-	srv, lim := httpbound.Server(withToken(info.Token, p.localHandler()), ln, b)
-	p.mu.Lock()
-	p.localConns = lim
-	p.mu.Unlock()
+	srv, lim := httpbound.Server(withToken(info.Token, a.localHandler()), ln, b)
+	a.mu.Lock()
+	a.localConns = lim
+	a.mu.Unlock()
 	go func() {
 		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			p.log.Error("local endpoint stopped", "err", err)
+			a.log.Error("local endpoint stopped", "err", err)
 		}
 	}()
-	if err := localapi.WriteInfo(p.cfg.Data, info); err != nil {
+	if err := localapi.WriteInfo(a.cfg.Data, info); err != nil {
 		_ = srv.Close()
 		return nil, fmt.Errorf("local endpoint: %w", err)
 	}
 	return func() {
 		// Removed first: a command starting now opens the files, which the
 		// appliance releases as it stops.
-		localapi.RemoveInfo(p.cfg.Data, info)
+		localapi.RemoveInfo(a.cfg.Data, info)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
@@ -75,17 +75,17 @@ func (p *Appliance) serveLocal(ctx context.Context) (func(), error) {
 }
 
 // localHandler serves the local endpoint's routes.
-func (p *Appliance) localHandler() http.Handler {
+func (a *Appliance) localHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+observe.ObservationPath, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, p.Observe(r.Context()))
+		writeJSON(w, http.StatusOK, a.Observe(r.Context()))
 	})
-	mux.Handle(localapi.BrokerPath+"/", http.StripPrefix(localapi.BrokerPath, remote.Handler(p.db)))
-	if p.lake != nil {
-		rest := restcatalog.New(p.lake.Catalog(), restcatalog.Options{
+	mux.Handle(localapi.BrokerPath+"/", http.StripPrefix(localapi.BrokerPath, remote.Handler(a.db)))
+	if a.lake != nil {
+		rest := restcatalog.New(a.lake.Catalog(), restcatalog.Options{
 			ReadOnly: func(icetable.Identifier) bool { return true },
-			Config:   p.lake.ReaderConfig(),
-			Logger:   p.log,
+			Config:   a.lake.ReaderConfig(),
+			Logger:   a.log,
 		})
 		mux.Handle("GET "+icebergPath+"/", http.StripPrefix(icebergPath, rest))
 		mux.Handle("HEAD "+icebergPath+"/", http.StripPrefix(icebergPath, rest))
@@ -103,7 +103,7 @@ func (p *Appliance) localHandler() http.Handler {
 				http.Error(w, fmt.Sprintf("lease: ttl %q: want a positive duration", req.TTL), http.StatusBadRequest)
 				return
 			}
-			ls, err := p.lake.Lease(r.Context(), req.Tables, ttl)
+			ls, err := a.lake.Lease(r.Context(), req.Tables, ttl)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
@@ -111,7 +111,7 @@ func (p *Appliance) localHandler() http.Handler {
 			writeJSON(w, http.StatusOK, ls)
 		})
 		mux.HandleFunc("DELETE "+localapi.LeasePath+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-			if err := p.lake.Release(r.PathValue("id")); errors.Is(err, table.ErrNoLease) {
+			if err := a.lake.Release(r.PathValue("id")); errors.Is(err, table.ErrNoLease) {
 				http.Error(w, err.Error(), http.StatusNotFound)
 				return
 			}

@@ -27,23 +27,23 @@ func observedTables() []string {
 
 // observe gathers the whole observation. Failures of one part are
 // reported in it (a topic's, query's or table's Error), never returned.
-func (p *Appliance) Observe(ctx context.Context) observe.Observation {
-	o := p.observeBrief(ctx)
+func (a *Appliance) Observe(ctx context.Context) observe.Observation {
+	o := a.observeBrief(ctx)
 	o.Brief = false
-	o.Health, o.Log, o.Settings = p.health.State(), p.tel.Logs.Newest(), p.settings()
-	ing, mts := p.components()
+	o.Health, o.Log, o.Settings = a.health.State(), a.tel.Logs.Newest(), a.settings()
+	ing, mts := a.components()
 	if ing != nil {
 		st := ing.Stats()
-		p.tel.ObserveSeen(st.Seen)
+		a.tel.ObserveSeen(st.Seen)
 		o.Ingest = &observe.Ingest{Seen: st.Seen, Appended: st.Appended, DLQ: st.DLQ, Canary: st.Canary, Batches: st.Batches,
 			Bytes: st.Bytes, Reconnects: st.Reconnects, Oversized: st.Oversized, BadIDs: st.BadIDs, Position: st.Position,
-			Connected: st.Connected, LastError: st.LastError, Paused: st.Paused, RatePerSecond: p.tel.IngestRate()}
+			Connected: st.Connected, LastError: st.LastError, Paused: st.Paused, RatePerSecond: a.tel.IngestRate()}
 		o.Hops.SourceSeen = st.Seen
 	}
 	for i, t := range o.Topics {
 		// The partitions' offsets only the whole observation shows
 		// (/metrics, the dashboard): /status, polled often, goes without.
-		o.Topics[i].Partitions, _ = p.db.Offsets(ctx, t.Name)
+		o.Topics[i].Partitions, _ = a.db.Offsets(ctx, t.Name)
 		switch t.Name {
 		case ingest.DefaultTopic:
 			o.Hops.Broker = t.Records
@@ -52,10 +52,10 @@ func (p *Appliance) Observe(ctx context.Context) observe.Observation {
 		}
 	}
 	for _, id := range observedTables() {
-		if p.lake == nil {
+		if a.lake == nil {
 			break // --role ingest
 		}
-		st, err := p.lake.Stats(ctx, id)
+		st, err := a.lake.Stats(ctx, id)
 		if err != nil {
 			if !errors.Is(err, table.ErrNoSuchTable) {
 				o.Tables = append(o.Tables, observe.Table{Name: id, Error: err.Error()})
@@ -74,16 +74,16 @@ func (p *Appliance) Observe(ctx context.Context) observe.Observation {
 			o.Hops.Gold += st.Records
 		}
 	}
-	if p.lake != nil {
-		odd, err := p.lake.OddTables(ctx)
+	if a.lake != nil {
+		odd, err := a.lake.OddTables(ctx)
 		o.OddTables = odd
 		if err != nil {
 			o.OddErr = err.Error()
 		}
 	}
-	o.Fresh = p.observeFreshness(o.At)
-	if p.disk != nil {
-		d := p.disk.Observe(o.At)
+	o.Fresh = a.observeFreshness(o.At)
+	if a.disk != nil {
+		d := a.disk.Observe(o.At)
 		o.Disk = &d
 	}
 	if mts != nil {
@@ -98,18 +98,18 @@ func (p *Appliance) Observe(ctx context.Context) observe.Observation {
 // broker's topics (their counts, not their partitions), the queries (only the named ones, if any: each query's
 // lag reads its source, for silver and sessions table metadata), the Go
 // runtime and the object store's requests.
-func (p *Appliance) observeBrief(ctx context.Context, only ...string) observe.Observation {
-	now := p.tel.Now()
-	o := observe.Observation{At: now, Started: p.tel.Started, Version: p.cfg.Version, Brief: true,
-		Runtime: observe.ReadRuntime(), ObjectStore: p.objectStoreRequests()}
-	if topics, err := p.db.Topics(ctx); err == nil {
+func (a *Appliance) observeBrief(ctx context.Context, only ...string) observe.Observation {
+	now := a.tel.Now()
+	o := observe.Observation{At: now, Started: a.tel.Started, Version: a.cfg.Version, Brief: true,
+		Runtime: observe.ReadRuntime(), ObjectStore: a.objectStoreRequests()}
+	if topics, err := a.db.Topics(ctx); err == nil {
 		for _, t := range topics {
 			ot := observe.Topic{Name: t.Name}
-			n, err := p.held.Count(ctx, t)
+			n, err := a.held.Count(ctx, t)
 			switch {
 			case err != nil:
 				ot.Records, ot.Error = t.Messages(), err.Error() // an upper bound on a sparse log
-			case broker.IsSparse(p.db):
+			case broker.IsSparse(a.db):
 				ot.Records, ot.Appended = n, n // Kafka does not say what it trimmed
 			default:
 				ot.Records, ot.Appended = n, t.Stored() // held plus trimmed: dense offsets only
@@ -117,7 +117,7 @@ func (p *Appliance) observeBrief(ctx context.Context, only ...string) observe.Ob
 			o.Topics = append(o.Topics, ot)
 		}
 	}
-	o.Queries = p.observeQueries(ctx, now, only)
+	o.Queries = a.observeQueries(ctx, now, only)
 	return o
 }
 
@@ -134,26 +134,26 @@ func refreshOf(rep marts.Report) *observe.Refresh {
 	return r
 }
 
-func (p *Appliance) observeQueries(ctx context.Context, now time.Time, only []string) []observe.Query {
-	p.mu.Lock()
-	names := make([]string, 0, len(p.queries))
-	for n := range p.queries {
+func (a *Appliance) observeQueries(ctx context.Context, now time.Time, only []string) []observe.Query {
+	a.mu.Lock()
+	names := make([]string, 0, len(a.queries))
+	for n := range a.queries {
 		if len(only) == 0 || slices.Contains(only, n) {
 			names = append(names, n)
 		}
 	}
-	p.mu.Unlock()
+	a.mu.Unlock()
 	sort.Slice(names, func(i, j int) bool {
-		if a, b := queryOrder(names[i]), queryOrder(names[j]); a != b {
-			return a < b
+		if x, y := queryOrder(names[i]), queryOrder(names[j]); x != y {
+			return x < y
 		}
 		return names[i] < names[j]
 	})
 	var out []observe.Query
 	for _, n := range names {
-		p.mu.Lock()
-		q := p.queries[n]
-		p.mu.Unlock()
+		a.mu.Lock()
+		q := a.queries[n]
+		a.mu.Unlock()
 		qo := observe.Query{Name: n, QueryID: q.QueryID(), Batch: -1}
 		qo.IDChanges, qo.PreviousQueryID = q.IDChange()
 		if pause, ok := q.Paused(); ok {
@@ -164,18 +164,18 @@ func (p *Appliance) observeQueries(ctx context.Context, now time.Time, only []st
 		} else {
 			qo.Lag, qo.Batch = lag, batch
 		}
-		if t, ok := p.tel.Query(n); ok {
+		if t, ok := a.tel.Query(n); ok {
 			qo.Totals = t.Wire()
 			qo.LastBatchSecond, qo.LastCommitSec = t.Last.Total.Seconds(), t.Last.Commit.Seconds()
 			if qo.Lag > 0 {
 				since := t.CaughtUpAt
 				if since.IsZero() {
-					since = p.tel.Started
+					since = a.tel.Started
 				}
 				qo.LagSeconds = now.Sub(since).Seconds()
 			}
 		} else if qo.Lag > 0 {
-			qo.LagSeconds = now.Sub(p.tel.Started).Seconds()
+			qo.LagSeconds = now.Sub(a.tel.Started).Seconds()
 		}
 		out = append(out, qo)
 	}
@@ -198,11 +198,11 @@ func queryOrder(name string) int {
 	return 4
 }
 
-func (p *Appliance) observeFreshness(now time.Time) observe.Freshness {
-	series, intake, event := p.tel.FreshSeries()
+func (a *Appliance) observeFreshness(now time.Time) observe.Freshness {
+	series, intake, event := a.tel.FreshSeries()
 	f := observe.Freshness{Table: table.SilverEdits, NowS: observe.Float(math.NaN()), HourP50: observe.Float(intake.Quantile(0.5)),
 		HourP95: observe.Float(intake.Quantile(0.95)), EventHourP50: observe.Float(event.Quantile(0.5)), Series: series}
-	if t, ok := p.tel.Query(telemetry.FreshQuery); ok && !t.Newest.IsZero() {
+	if t, ok := a.tel.Query(telemetry.FreshQuery); ok && !t.Newest.IsZero() {
 		f.NowS = observe.Float(now.Sub(t.Newest).Seconds())
 	}
 	return f
@@ -210,11 +210,11 @@ func (p *Appliance) observeFreshness(now time.Time) observe.Freshness {
 
 // objectStoreRequests is the lake's count of S3 requests, nil when it
 // counts none.
-func (p *Appliance) objectStoreRequests() *table.ObjectStoreRequests {
-	if p.lake == nil {
+func (a *Appliance) objectStoreRequests() *table.ObjectStoreRequests {
+	if a.lake == nil {
 		return nil
 	}
-	r, ok := p.lake.ObjectStoreRequests()
+	r, ok := a.lake.ObjectStoreRequests()
 	if !ok {
 		return nil
 	}

@@ -41,25 +41,25 @@ func (c *Config) brokerRetentionBytes() int64 {
 // startRetention starts the embedded broker's retention. A Kafka
 // cluster's retention is its topics' own (retention.ms), which does not
 // know what bronze has landed: docs/scale-out.md says how to set it.
-func (p *Appliance) startRetention(start func(string, func(context.Context) error)) {
-	if p.cfg.Retention <= 0 && p.cfg.RetentionBytes == 0 && p.cfg.DLQRetention <= 0 {
+func (a *Appliance) startRetention(start func(string, func(context.Context) error)) {
+	if a.cfg.Retention <= 0 && a.cfg.RetentionBytes == 0 && a.cfg.DLQRetention <= 0 {
 		return
 	}
-	db, ok := p.db.(*broker.DB)
+	db, ok := a.db.(*broker.DB)
 	if !ok {
-		p.log.Info("broker retention is the Kafka topics' own (retention.ms); --retention and --dlq-retention apply to the embedded broker only")
+		a.log.Info("broker retention is the Kafka topics' own (retention.ms); --retention and --dlq-retention apply to the embedded broker only")
 		return
 	}
-	start("retention", func(ctx context.Context) error { return p.runRetention(ctx, db) })
+	start("retention", func(ctx context.Context) error { return a.runRetention(ctx, db) })
 }
 
 // runRetention applies retention at once (what is due after a restart is
 // due now) and then every retentionEvery until ctx is done. A failed pass
 // is logged and retried at the next tick; it never stops the appliance.
-func (p *Appliance) runRetention(ctx context.Context, db *broker.DB) error {
-	maxBytes := p.cfg.brokerRetentionBytes()
+func (a *Appliance) runRetention(ctx context.Context, db *broker.DB) error {
+	maxBytes := a.cfg.brokerRetentionBytes()
 	if maxBytes > 0 {
-		p.log.Info("broker retention by size", "topic", ingest.DefaultTopic, "max_bytes", maxBytes, "max_age", p.cfg.Retention)
+		a.log.Info("broker retention by size", "topic", ingest.DefaultTopic, "max_bytes", maxBytes, "max_age", a.cfg.Retention)
 	}
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -70,24 +70,24 @@ func (p *Appliance) runRetention(ctx context.Context, db *broker.DB) error {
 		case <-t.C:
 		}
 		t.Reset(retentionEvery)
-		if p.cfg.Retention > 0 || maxBytes > 0 {
-			n, err := stream.RetainBronze(ctx, db, p.lake, ingest.DefaultTopic, p.cfg.Retention, maxBytes, time.Now())
-			p.logRetention(ingest.DefaultTopic, n, err, p.cfg.Retention)
+		if a.cfg.Retention > 0 || maxBytes > 0 {
+			n, err := stream.RetainBronze(ctx, db, a.lake, ingest.DefaultTopic, a.cfg.Retention, maxBytes, time.Now())
+			a.logRetention(ingest.DefaultTopic, n, err, a.cfg.Retention)
 		}
-		if p.cfg.DLQRetention > 0 {
-			n, err := stream.RetainDLQ(ctx, db, p.lake, ingest.DefaultDLQTopic, p.cfg.DLQRetention, time.Now())
-			p.logRetention(ingest.DefaultDLQTopic, n, err, p.cfg.DLQRetention)
+		if a.cfg.DLQRetention > 0 {
+			n, err := stream.RetainDLQ(ctx, db, a.lake, ingest.DefaultDLQTopic, a.cfg.DLQRetention, time.Now())
+			a.logRetention(ingest.DefaultDLQTopic, n, err, a.cfg.DLQRetention)
 		}
 	}
 }
 
 // logRetention logs one retention pass of topic (a failed pass is retried
 // at the next tick).
-func (p *Appliance) logRetention(topic string, removed int64, err error, maxAge time.Duration) {
+func (a *Appliance) logRetention(topic string, removed int64, err error, maxAge time.Duration) {
 	switch {
 	case err != nil:
-		p.log.Warn("broker retention failed", "topic", topic, "err", err)
+		a.log.Warn("broker retention failed", "topic", topic, "err", err)
 	case removed > 0:
-		p.log.Info("broker retention", "topic", topic, "removed", removed, "max_age", maxAge)
+		a.log.Info("broker retention", "topic", topic, "removed", removed, "max_age", maxAge)
 	}
 }

@@ -18,82 +18,82 @@ import (
 // table from the broker, then what reads bronze's commits: silver (parse,
 // dedup within the watermark) and sessions; and the embedded broker's
 // retention, which never trims what they have not landed.
-func (p *Appliance) startStreams(ctx context.Context, start func(string, func(context.Context) error)) error {
-	bcfg, err := p.streamConfig(stream.BronzeQuery)
+func (a *Appliance) startStreams(ctx context.Context, start func(string, func(context.Context) error)) error {
+	bcfg, err := a.streamConfig(stream.BronzeQuery)
 	if err != nil {
 		return err
 	}
-	bronze, err := stream.NewBronze(p.db, p.lake, bcfg)
+	bronze, err := stream.NewBronze(a.db, a.lake, bcfg)
 	if err != nil {
 		return err
 	}
-	p.addQuery(stream.BronzeQuery, bronze)
+	a.addQuery(stream.BronzeQuery, bronze)
 	start("bronze", bronze.Run)
-	dcfg, err := p.streamConfig(stream.DLQQuery)
+	dcfg, err := a.streamConfig(stream.DLQQuery)
 	if err != nil {
 		return err
 	}
-	dlq, err := stream.NewDLQ(p.db, p.lake, dcfg)
+	dlq, err := stream.NewDLQ(a.db, a.lake, dcfg)
 	if err != nil {
 		return err
 	}
-	p.addQuery(stream.DLQQuery, dlq)
+	a.addQuery(stream.DLQQuery, dlq)
 	start("dlq", dlq.Run)
-	p.startRetention(start)
+	a.startRetention(start)
 
-	scfg, err := p.streamConfig(silver.QueryName)
+	scfg, err := a.streamConfig(silver.QueryName)
 	if err != nil {
 		return err
 	}
-	sq, _, err := silver.NewQuery(p.lake, p.cfg.downstream(scfg), silver.Config{WatermarkDelay: p.cfg.Watermark,
-		MaxEventAhead: p.cfg.MaxEventAhead, Logger: p.log})
+	sq, _, err := silver.NewQuery(a.lake, a.cfg.downstream(scfg), silver.Config{WatermarkDelay: a.cfg.Watermark,
+		MaxEventAhead: a.cfg.MaxEventAhead, Logger: a.log})
 	if err != nil {
 		return err
 	}
-	p.addQuery(silver.QueryName, sq)
+	a.addQuery(silver.QueryName, sq)
 	start(silver.QueryName, sq.Run)
 
-	ecfg, err := p.streamConfig(sessions.QueryName)
+	ecfg, err := a.streamConfig(sessions.QueryName)
 	if err != nil {
 		return err
 	}
-	ecfg = p.cfg.downstream(ecfg)
-	if p.cfg.SessionsTrigger > 0 {
-		ecfg.Trigger = p.cfg.SessionsTrigger
+	ecfg = a.cfg.downstream(ecfg)
+	if a.cfg.SessionsTrigger > 0 {
+		ecfg.Trigger = a.cfg.SessionsTrigger
 	}
-	eq, _, err := sessions.NewQuery(p.lake, ecfg, sessions.Config{SessionGap: p.cfg.SessionGap,
-		WatermarkDelay: p.cfg.Watermark, MaxSessionLength: p.cfg.SessionMax})
+	eq, _, err := sessions.NewQuery(a.lake, ecfg, sessions.Config{SessionGap: a.cfg.SessionGap,
+		WatermarkDelay: a.cfg.Watermark, MaxSessionLength: a.cfg.SessionMax})
 	if err != nil {
 		return err
 	}
-	p.addQuery(sessions.QueryName, eq)
+	a.addQuery(sessions.QueryName, eq)
 	start(sessions.QueryName, eq.Run)
 	return nil
 }
 
 // startMarts starts the marts scheduler: gold marts, asset checks and
 // table maintenance.
-func (p *Appliance) startMarts(start func(string, func(context.Context) error)) {
-	refresh := p.cfg.Refresh
+func (a *Appliance) startMarts(start func(string, func(context.Context) error)) {
+	refresh := a.cfg.Refresh
 	if refresh <= 0 {
 		refresh = -1 // marts and checks off; compaction and expiry still run
 	}
-	m := marts.New(p.lake, p.db, marts.Config{
+	m := marts.New(a.lake, a.db, marts.Config{
 		RefreshEvery:    refresh,
-		MaintainEvery:   p.cfg.MaintainEvery,
-		OpsRetention:    p.cfg.OpsRetention,
-		CompactEvery:    p.cfg.CompactEvery,
-		MaxSnapshots:    p.cfg.MaxSnapshots,
-		KeepSnapshots:   p.cfg.KeepSnapshots,
-		Protect:         p.protect,
-		DuckTempDir:     filepath.Join(p.cfg.Data, "tmp", "duckdb"),
-		DuckMemoryLimit: p.cfg.MartsMemory,
-		Logger:          p.log,
-		OnRun:           p.release.afterJob,
+		MaintainEvery:   a.cfg.MaintainEvery,
+		OpsRetention:    a.cfg.OpsRetention,
+		CompactEvery:    a.cfg.CompactEvery,
+		MaxSnapshots:    a.cfg.MaxSnapshots,
+		KeepSnapshots:   a.cfg.KeepSnapshots,
+		Protect:         a.protect,
+		DuckTempDir:     filepath.Join(a.cfg.Data, "tmp", "duckdb"),
+		DuckMemoryLimit: a.cfg.MartsMemory,
+		Logger:          a.log,
+		OnRun:           a.release.afterJob,
 	})
-	p.mu.Lock()
-	p.marts = m
-	p.mu.Unlock()
+	a.mu.Lock()
+	a.marts = m
+	a.mu.Unlock()
 	start("marts", m.Run)
 }
 
@@ -101,9 +101,9 @@ func (p *Appliance) startMarts(start func(string, func(context.Context) error)) 
 // start its next batch from (lakeio.Protect over the readers silver and
 // sessions declare), or the first one of a table holdHistory names (the
 // bench). Expiry keeps it and everything newer.
-func (p *Appliance) protect(ctx context.Context, ident string) (int64, error) {
-	if slices.Contains(p.cfg.HoldHistory, ident) {
-		snaps, err := p.lake.AppendsAfter(ctx, ident, 0)
+func (a *Appliance) protect(ctx context.Context, ident string) (int64, error) {
+	if slices.Contains(a.cfg.HoldHistory, ident) {
+		snaps, err := a.lake.AppendsAfter(ctx, ident, 0)
 		if err != nil {
 			return 0, fmt.Errorf("hold %s: %w", ident, err)
 		}
@@ -112,7 +112,7 @@ func (p *Appliance) protect(ctx context.Context, ident string) (int64, error) {
 		}
 		return snaps[0].ID, nil
 	}
-	snap, err := lakeio.Protect(ctx, p.lake, []lakeio.Reader{silver.Reads, sessions.Reads}, ident)
+	snap, err := lakeio.Protect(ctx, a.lake, []lakeio.Reader{silver.Reads, sessions.Reads}, ident)
 	if errors.Is(err, lakeio.ErrNotConsumed) {
 		return 0, fmt.Errorf("%w: %w", marts.ErrNotConsumed, err)
 	}

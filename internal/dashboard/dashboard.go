@@ -1,8 +1,9 @@
 // Package dashboard is the appliance's web page: one HTML file with its
 // script and style, embedded in the binary (no CDN, works offline), that
 // polls /api/status and draws the pipeline, its lags, freshness, tables,
-// asset checks and recent warnings. It owns no state; nothing of it needs
-// to survive a crash.
+// asset checks and recent warnings; and the same observation as text for
+// a terminal (WriteText, `lakehouse status`). It owns no state; nothing of
+// it needs to survive a crash.
 package dashboard
 
 import (

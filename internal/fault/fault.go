@@ -20,7 +20,10 @@ package fault
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -63,6 +66,30 @@ func Known() [][2]string {
 // Arm makes the hook named name kill the process on its (skip+1)-th hit.
 func Arm(name string, skip int) {
 	ArmFunc(name, skip, Kill)
+}
+
+// ArmSpec arms the hook a spec names: "name" or "name:skip" (the hook
+// kills on hit skip+1). A name no package registered, or a skip that is
+// not a count, is an error and arms nothing: a mistyped hook would
+// otherwise run a kill test that never kills.
+func ArmSpec(spec string) (name string, skip int, err error) {
+	name, skipS, hasSkip := strings.Cut(spec, ":")
+	if hasSkip {
+		n, err := strconv.Atoi(skipS)
+		if err != nil || n < 0 {
+			return "", 0, fmt.Errorf("%q: the skip after the colon must be a count of hits, 0 or more", spec)
+		}
+		skip = n
+	}
+	var names []string
+	for _, k := range Known() {
+		names = append(names, k[0])
+	}
+	if !slices.Contains(names, name) {
+		return "", 0, fmt.Errorf("%q: no crash hook is named %q (known: %s)", spec, name, strings.Join(names, ", "))
+	}
+	Arm(name, skip)
+	return name, skip, nil
 }
 
 // ArmFunc is Arm with a custom action, for in-process tests (for example

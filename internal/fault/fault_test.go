@@ -63,3 +63,24 @@ func TestArmErr(t *testing.T) {
 		t.Fatalf("after Disarm: %v (calls %d)", err, calls)
 	}
 }
+
+// TestArmSpec: "name" and "name:skip" arm a registered hook; an unknown
+// name or a skip that is not a count is refused and arms nothing.
+func TestArmSpec(t *testing.T) {
+	name := Register("test.spec", "a point used by this test")
+	defer Disarm()
+	for _, bad := range []string{"test.nosuch", "test.spec:x", "test.spec:-1", ""} {
+		if _, _, err := ArmSpec(bad); err == nil {
+			t.Errorf("ArmSpec(%q) armed", bad)
+		}
+		if armed.Load() {
+			t.Fatalf("ArmSpec(%q) failed yet armed a hook", bad)
+		}
+	}
+	if n, skip, err := ArmSpec(name + ":3"); err != nil || n != name || skip != 3 {
+		t.Fatalf("ArmSpec(%q) = %q, %d, %v", name+":3", n, skip, err)
+	}
+	if !armed.Load() {
+		t.Fatalf("ArmSpec(%q) armed nothing", name+":3")
+	}
+}

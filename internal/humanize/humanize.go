@@ -1,4 +1,5 @@
-// Package humanize formats numbers for people: reports, progress lines.
+// Package humanize formats numbers for people (reports, progress lines)
+// and command lines they can paste.
 package humanize
 
 import (

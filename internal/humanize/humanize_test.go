@@ -32,3 +32,23 @@ func TestSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestShellJoin: a line a POSIX shell reads back as the same arguments:
+// safe words as they are, anything else single-quoted, a quote inside
+// closed, escaped and reopened.
+func TestShellJoin(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--data", "/var/lib/x"}, "run --data /var/lib/x"},
+		{[]string{"query", "SELECT 1"}, "query 'SELECT 1'"},
+		{[]string{""}, "''"},
+		{[]string{"it's"}, `'it'\''s'`},
+		{[]string{"a$b", "c;d"}, "'a$b' 'c;d'"},
+	} {
+		if got := ShellJoin(tc.args); got != tc.want {
+			t.Errorf("ShellJoin(%q) = %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}
