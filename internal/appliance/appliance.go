@@ -189,7 +189,7 @@ func (a *Appliance) Run(ctx context.Context, stderr io.Writer) error {
 	return nil
 }
 
-// streamConfig is the flags' configuration of query name, reporting each
+// streamConfig is the configuration of query name, reporting each
 // batch to the telemetry.
 func (a *Appliance) streamConfig(name string) (stream.Config, error) {
 	cfg, err := a.cfg.streamConfig(name, a.log)

@@ -231,7 +231,7 @@ func sessionMaxSetting(d time.Duration) string {
 	return d.String()
 }
 
-// metricsSource is the pipeline as /metrics reads it.
+// metricsSource is the appliance as /metrics reads it.
 type metricsSource struct{ a *Appliance }
 
 func (m metricsSource) Observe(ctx context.Context) observe.Observation { return m.a.Observe(ctx) }
