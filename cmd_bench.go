@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"lakehouse/ingest"
-	"lakehouse/internal/appliance"
 	"lakehouse/internal/bench"
 	"lakehouse/stream"
 )
@@ -71,7 +68,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		defer os.RemoveAll(base)
 	}
-	cfg := bench.Config{Options: bench.Options{Start: startBenchAppliance, Keep: bf.keep, MaxOffsets: bf.maxOffsets},
+	cfg := bench.Config{Options: bench.Options{Keep: bf.keep, MaxOffsets: bf.maxOffsets},
 		Rates: rates, Triggers: triggers, Phase: bf.phase, ProducerEvents: bf.producerN, DrainEvents: bf.drainN,
 		SearchStep: bf.searchStep, Display: display(stdout)}
 	if bf.profile != "" {
@@ -93,25 +90,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return bench.MissingFromSilver(rep)
 }
 
-// benchAppliance is the appliance as bench.Appliance.
-type benchAppliance struct{ *appliance.Appliance }
-
-func (a benchAppliance) Run(ctx context.Context) error { return a.Appliance.Run(ctx, io.Discard) }
-
-// startBenchAppliance opens the appliance of a bench phase: run's wiring
-// with its defaults, quiet, on the phase's settings.
-func startBenchAppliance(ctx context.Context, s bench.Settings) (bench.Appliance, error) {
-	f := appliance.Config{Store: appliance.Store{Data: s.DataDir}, Version: buildVersion(), Source: s.Source, UserAgent: ingest.DefaultUserAgent,
-		Partitions: ingest.DefaultPartitions, Trigger: s.Trigger, MaxOffsetsPerTrigger: s.MaxOffsets,
-		CheckpointLoss: "rebuild", Watermark: 10 * time.Minute, SessionGap: 30 * time.Minute,
-		HoldHistory: s.HoldHistory}
-	p, err := appliance.Open(ctx, f, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		return nil, err
-	}
-	return benchAppliance{p}, nil
-}
-
 // benchFlags are bench's settings (the phases', the soak's).
 type benchFlags struct {
 	out, rates, triggers, profile string
@@ -121,7 +99,7 @@ type benchFlags struct {
 	maxOffsets                    int64
 	searchStep                    float64
 	soak                          bench.SoakConfig
-	soakOpt                       soakOptions
+	soakRun                       bench.SoakRun
 	soakArgs                      string
 	history                       historyFlags
 }
@@ -160,8 +138,8 @@ func registerBenchFlags(fs *flag.FlagSet) *benchFlags {
 		return nil
 	})
 	fs.StringVar(&bf.soakArgs, "soak-args", "", `soak: extra arguments for the appliance's run, e.g. "--trigger 2s"`)
-	fs.StringVar(&bf.soakOpt.name, "soak-name", "soak", "soak: base name of the report files in --out")
-	fs.BoolVar(&bf.soakOpt.keep, "soak-keep", false, "soak: keep the data directory and the appliance's log (kept anyway when the soak fails)")
+	fs.StringVar(&bf.soakRun.Name, "soak-name", "soak", "soak: base name of the report files in --out")
+	fs.BoolVar(&bf.soakRun.Keep, "soak-keep", false, "soak: keep the data directory and the appliance's log (kept anyway when the soak fails)")
 	bf.history.register(fs)
 	return bf
 }
@@ -174,8 +152,9 @@ func runBenchSoak(ctx context.Context, bf *benchFlags, args []string, stdout io.
 		return fmt.Errorf("find own binary: %w", err)
 	}
 	bf.soak.Launch = func(args []string) *exec.Cmd { return exec.Command(exe, append([]string{"run"}, args...)...) }
-	bf.soakOpt.out, bf.soakOpt.command = bf.out, "go run . bench "+strings.Join(args, " ")
-	_, err = runSoak(ctx, bf.soak, bf.soakOpt, stdout)
+	bf.soakRun.Out, bf.soakRun.Command = bf.out, "go run . bench "+strings.Join(args, " ")
+	bf.soak.Progress = display(stdout)
+	_, err = bench.RunSoak(ctx, bf.soak, bf.soakRun, stdout)
 	return err
 }
 

@@ -2,24 +2,12 @@ package bench
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
-	"lakehouse/broker"
-	"lakehouse/internal/observe"
-	"lakehouse/table"
+	"lakehouse/ingest"
+	"lakehouse/internal/appliance"
 )
-
-// Appliance is the whole appliance a phase runs and measures: package
-// internal/appliance (ingest, the streams, the marts), opened by a Start.
-type Appliance interface {
-	// Run runs the appliance until ctx ends.
-	Run(ctx context.Context) error
-	// Status is the broker's counts and the named queries' lags.
-	Status(ctx context.Context, queries ...string) observe.Status
-	Lake() *table.Lake
-	Broker() broker.Log
-	Close() error
-}
 
 // Settings are what a phase asks of the appliance it starts.
 type Settings struct {
@@ -30,12 +18,19 @@ type Settings struct {
 	HoldHistory []string      // tables whose snapshots expiry must keep (the phase reads them after)
 }
 
-// Start opens the appliance a phase runs.
-type Start func(ctx context.Context, s Settings) (Appliance, error)
+// openAppliance opens the appliance a phase runs and measures: the wiring
+// `run` uses (internal/appliance) with run's defaults, quiet, on the
+// phase's settings.
+func openAppliance(ctx context.Context, s Settings) (*appliance.Appliance, error) {
+	cfg := appliance.Config{Store: appliance.Store{Data: s.DataDir}, Source: s.Source, UserAgent: ingest.DefaultUserAgent,
+		Partitions: ingest.DefaultPartitions, Trigger: s.Trigger, MaxOffsetsPerTrigger: s.MaxOffsets,
+		CheckpointLoss: "rebuild", Watermark: 10 * time.Minute, SessionGap: 30 * time.Minute,
+		HoldHistory: s.HoldHistory}
+	return appliance.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+}
 
 // Options are what every phase of a run shares.
 type Options struct {
-	Start      Start
 	Keep       bool   // keep each phase's data directory
 	MaxOffsets int64  // bronze's batch cap in every phase
 	ProfileDir string // when set, each phase's CPU profile and heap profile are written here

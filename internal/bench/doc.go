@@ -3,10 +3,10 @@
 // by stage from a CPU profile per phase, memory, and that every event
 // reaches silver), the stages alone (ingest, bronze draining a backlog,
 // silver reading it), and the step-up search for the fastest sustained
-// rate; it writes
-// benchmarks/results.md, .json and freshness.svg. Package main supplies
-// the appliance (Start) and the flags. Every figure comes from the broker,
-// the tables on disk or the kernel, not from the pipeline's own counters.
+// rate; it writes benchmarks/results.md, .json and freshness.svg. Each
+// phase opens internal/appliance in this process, with run's defaults;
+// package main supplies the flags. Every figure comes from the broker, the
+// tables on disk or the kernel, not from the pipeline's own counters.
 //
 // The history benchmark (history*.go) measures the binary itself as child
 // processes: lakes of days of history built by its demo, the appliance

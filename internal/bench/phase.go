@@ -7,6 +7,7 @@ import (
 	"lakehouse/broker"
 	"lakehouse/ingest"
 	"lakehouse/ingest/replay"
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/humanize"
 	"lakehouse/internal/progress"
 	"lakehouse/stream"
@@ -123,7 +124,7 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 	cpu0 := cpuTime()
 	// measureTables reads every snapshot of the phase afterwards, as a
 	// downstream reader would: the appliance holds their history.
-	p, err := o.Start(ctx, Settings{DataDir: dir, Source: url, Trigger: ph.Trigger, MaxOffsets: o.MaxOffsets,
+	p, err := openAppliance(ctx, Settings{DataDir: dir, Source: url, Trigger: ph.Trigger, MaxOffsets: o.MaxOffsets,
 		HoldHistory: []string{table.Bronze, table.SilverEdits, table.EditorSessions}})
 	if err != nil {
 		res.Error = err.Error()
@@ -134,7 +135,7 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 	defer p.Close()
 	runCtx, stop := context.WithCancel(ctx)
 	errc := make(chan error, 1)
-	go func() { errc <- p.Run(runCtx) }()
+	go func() { errc <- p.Run(runCtx, io.Discard) }()
 
 	var firstSend, lastSend time.Time
 	var stopped bool
@@ -173,7 +174,7 @@ func (o Options) runPhase(ctx context.Context, ph Phase, base string, show progr
 // the last send), drawing silver's rows on show; it gives up when nothing
 // moves for stallTimeout or past a hard cap (res.Error says so). stopped is
 // true when the appliance ended by itself (res.Error says why).
-func (o Options) waitPhase(ctx context.Context, ph Phase, p Appliance, src *replay.Server, counts replay.Counts, errc <-chan error, show progress.Display, res *PhaseResult) (firstSend, lastSend time.Time, stopped bool) {
+func (o Options) waitPhase(ctx context.Context, ph Phase, p *appliance.Appliance, src *replay.Server, counts replay.Counts, errc <-chan error, show progress.Display, res *PhaseResult) (firstSend, lastSend time.Time, stopped bool) {
 	// A phase the appliance cannot keep up with publishes for longer than
 	// its duration and then catches up; it is given up only when silver
 	// makes no progress for stallTimeout (or after the hard cap).

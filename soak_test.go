@@ -31,7 +31,7 @@ func TestSoakShort(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := runSoak(ctx, cfg, soakOptions{out: out, name: "soak", command: "TestSoakShort"}, testWriter{t})
+	res, err := bench.RunSoak(ctx, cfg, bench.SoakRun{Out: out, Name: "soak", Command: "TestSoakShort"}, testWriter{t})
 	if err != nil {
 		t.Fatalf("soak: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestSoakShortOnS3(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := runSoak(ctx, cfg, soakOptions{out: out, name: "soak", command: "TestSoakShortOnS3"}, testWriter{t})
+	res, err := bench.RunSoak(ctx, cfg, bench.SoakRun{Out: out, Name: "soak", Command: "TestSoakShortOnS3"}, testWriter{t})
 	if err != nil {
 		t.Fatalf("soak on S3: %v", err)
 	}
