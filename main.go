@@ -3,7 +3,10 @@
 // marts, with exactly-once landing proved by a kill test.
 //
 // Only this package reads flags and the environment; every other package is
-// configured through exported fields.
+// configured through exported fields. The appliance itself is
+// internal/appliance: this package turns run's flags into its Config and
+// calls Open and Run, one file per subcommand (cmd_*.go); docs/source.md
+// maps the packages.
 package main
 
 import (
