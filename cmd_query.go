@@ -60,7 +60,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := os.Stat(c.Data); err != nil {
 		return fmt.Errorf("no lake at %s (run `%s demo` first, or pass --data): %w", c.Data, self(), err)
 	}
-	_, lake, live, err := openReaders(ctx, &c, *warehouse, false, true)
+	_, lake, live, err := c.OpenReaders(ctx, *warehouse, false, true)
 	if err != nil {
 		return err
 	}

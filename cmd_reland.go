@@ -30,7 +30,7 @@ func runReland(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	db, err := openBrokerExisting(ctx, &c, true)
+	db, err := c.OpenBrokerExisting(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func runReland(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer lake.Close()
 	if err := lake.PendingUpgrades(ctx); err != nil {
-		return &olderLakeError{data: c.Data, err: err} // reland reads bronze by its current column names
+		return &appliance.OlderLakeError{Data: c.Data, Err: err} // reland reads bronze by its current column names
 	}
 	var r stream.Reland
 	if *dry {

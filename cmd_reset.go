@@ -51,7 +51,7 @@ func runResetPosition(ctx context.Context, args []string, stdout, stderr io.Writ
 		fs.Usage()
 		return errUsage
 	}
-	db, err := openBrokerExisting(ctx, &c, false)
+	db, err := c.OpenBrokerExisting(ctx, false)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return fmt.Errorf("the appliance holds %s: stop it first (the position is read once, at start): %w", c.BrokerPath(), err)
 	}

@@ -23,7 +23,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	orDemo(&c, fs, stderr)
-	db, _, _, err := openReaders(ctx, &c, "", true, false)
+	db, _, _, err := c.OpenReaders(ctx, "", true, false)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		exp.LateIDs = ids
 	}
-	db, lake, live, err := openReaders(ctx, &c, *warehouse, true, true)
+	db, lake, live, err := c.OpenReaders(ctx, *warehouse, true, true)
 	if err != nil {
 		return err
 	}

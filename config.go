@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"lakehouse/broker"
-	"lakehouse/broker/kafka"
 	"lakehouse/ingest"
 	"lakehouse/internal/appliance"
 	"lakehouse/internal/demo"
@@ -162,21 +159,6 @@ func envOr(name, def string) string {
 
 // envBroker is --broker in the environment.
 const envBroker = "LAKEHOUSE_BROKER"
-
-// openBrokerExisting opens the broker only if it already exists, so that
-// a command never creates an empty lake by accident; readOnly opens the
-// embedded one without ever writing to it (commands that only read). A
-// Kafka cluster exists if it answers; its topics are checked by the
-// command's first read.
-func openBrokerExisting(ctx context.Context, c *appliance.Store, readOnly bool) (broker.Log, error) {
-	if c.Kafka() {
-		return c.OpenKafka(ctx, func(cfg *kafka.Config) { cfg.ReadOnly = readOnly })
-	}
-	if _, err := os.Stat(c.BrokerPath()); err != nil {
-		return nil, fmt.Errorf("no broker at %s (run `%s demo` or `%[2]s run` first, or pass --data): %w", c.BrokerPath(), self(), err)
-	}
-	return broker.Open(c.BrokerPath(), broker.Options{ReadOnly: readOnly})
-}
 
 // registerEventTime registers the two settings that decide which events
 // silver keeps, for run and for verify (which must be told the same).

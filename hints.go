@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/boltfile"
 	"lakehouse/internal/humanize"
 )
@@ -60,8 +61,8 @@ func sameFile(a, b string) bool {
 }
 
 // errorHint is the way out of an error that has one the message itself
-// does not give: a data directory another process holds, a missing data
-// file, a lake an older version wrote.
+// does not give: a data directory another process holds, one nothing has
+// run on, a missing data file, a lake an older version wrote.
 func errorHint(err error) string {
 	var le *boltfile.LockedError
 	if errors.As(err, &le) {
@@ -71,10 +72,14 @@ func errorHint(err error) string {
 		}
 		return fmt.Sprintf("stop the process using %s first (fuser %s names it), or use another --data", dir, le.Path)
 	}
-	var ol *olderLakeError
+	var nb *appliance.NoBrokerError
+	if errors.As(err, &nb) {
+		return fmt.Sprintf("run `%[1]s demo` or `%[1]s run` first, or pass --data", self())
+	}
+	var ol *appliance.OlderLakeError
 	if errors.As(err, &ol) {
 		return fmt.Sprintf("to upgrade it, start the appliance on it once: `%s run --data %s --no-ingest` upgrades the tables in place as it starts; stop it (Ctrl-C) once it logs \"lakehouse running\", or leave it running (every command reads through it)",
-			self(), humanize.ShellJoin([]string{ol.data}))
+			self(), humanize.ShellJoin([]string{ol.Data}))
 	}
 	var pe *fs.PathError
 	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) && strings.HasSuffix(pe.Path, ".parquet") {
@@ -90,13 +95,3 @@ func errorHint(err error) string {
 	}
 	return ""
 }
-
-// olderLakeError: a command that only reads found tables an older version
-// wrote, which `run` upgrades as it starts (table.ErrOlderFormat).
-type olderLakeError struct {
-	data string
-	err  error
-}
-
-func (e *olderLakeError) Error() string { return "the lake in " + e.data + " was " + e.err.Error() }
-func (e *olderLakeError) Unwrap() error { return e.err }

@@ -311,6 +311,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 		{[]string{"topics", "--data", filepath.Join(dir, "none")}, 1, "no broker at"},
 		{[]string{"verify", "--data", filepath.Join(dir, "none")}, 1, "no broker at"},
+		{[]string{"reland", "--data", filepath.Join(dir, "none")}, 1, "demo` or `"},
 		{[]string{"query", "--data", filepath.Join(dir, "none"), "select 1"}, 1, "no lake at"},
 		{[]string{"query"}, 2, "Usage: lakehouse query"},
 		{[]string{"prove", "--crash-at", "no.such.hook"}, 2, "not a fault hook"},
