@@ -4,12 +4,10 @@ import (
 	"context"
 
 	"lakehouse/broker"
-	"lakehouse/ingest"
 	"lakehouse/internal/diskbudget"
 	"lakehouse/internal/httpbound"
 	"lakehouse/internal/observe"
 	"lakehouse/internal/telemetry"
-	"lakehouse/marts"
 	"lakehouse/stream"
 	"lakehouse/table"
 )
@@ -38,10 +36,6 @@ func (a *Appliance) Telemetry() *telemetry.Telemetry { return a.tel }
 
 // Disk is the data directory's disk budget.
 func (a *Appliance) Disk() *diskbudget.Budget { return a.disk }
-
-// Components returns the ingester and the marts scheduler once Run has
-// started them (nil before, or when the role runs neither).
-func (a *Appliance) Components() (*ingest.Ingester, *marts.Marts) { return a.components() }
 
 // Query is the stream query of that name once Run has started it (nil
 // before, or when the role runs no streams).

@@ -200,9 +200,10 @@ func (a *Appliance) streamConfig(name string) (stream.Config, error) {
 	return cfg, err
 }
 
-// components returns the ingester and the marts once started (nil before;
-// the HTTP surface starts first).
-func (a *Appliance) components() (*ingest.Ingester, *marts.Marts) {
+// Components returns the ingester and the marts scheduler once Run has
+// started them (nil before, or when the role runs neither; the HTTP
+// surface starts first).
+func (a *Appliance) Components() (*ingest.Ingester, *marts.Marts) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.ingest, a.marts

@@ -198,7 +198,7 @@ func (a *Appliance) notifyReady(ctx context.Context) {
 func (a *Appliance) settings() map[string]string {
 	f := a.cfg
 	maxSnapshots := f.MaxSnapshots
-	if _, m := a.components(); m != nil {
+	if _, m := a.Components(); m != nil {
 		maxSnapshots = m.Config().MaxSnapshots
 	}
 	source := f.Source

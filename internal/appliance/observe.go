@@ -31,7 +31,7 @@ func (a *Appliance) Observe(ctx context.Context) observe.Observation {
 	o := a.observeBrief(ctx)
 	o.Brief = false
 	o.Health, o.Log, o.Settings = a.health.State(), a.tel.Logs.Newest(), a.settings()
-	ing, mts := a.components()
+	ing, mts := a.Components()
 	if ing != nil {
 		st := ing.Stats()
 		a.tel.ObserveSeen(st.Seen)

@@ -19,8 +19,10 @@ type Settings struct {
 }
 
 // openAppliance opens the appliance a phase runs and measures: the wiring
-// `run` uses (internal/appliance) with run's defaults, quiet, on the
-// phase's settings.
+// `run` uses (internal/appliance), quiet, on the phase's settings. The
+// settings it leaves at zero turn the marts' refresh, broker retention and
+// the disk reserve off (maintenance still runs): a phase measures the
+// streams.
 func openAppliance(ctx context.Context, s Settings) (*appliance.Appliance, error) {
 	cfg := appliance.Config{Store: appliance.Store{Data: s.DataDir}, Source: s.Source, UserAgent: ingest.DefaultUserAgent,
 		Partitions: ingest.DefaultPartitions, Trigger: s.Trigger, MaxOffsetsPerTrigger: s.MaxOffsets,

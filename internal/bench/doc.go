@@ -4,8 +4,8 @@
 // reaches silver), the stages alone (ingest, bronze draining a backlog,
 // silver reading it), and the step-up search for the fastest sustained
 // rate; it writes benchmarks/results.md, .json and freshness.svg. Each
-// phase opens internal/appliance in this process, with run's defaults;
-// package main supplies the flags. Every figure comes from the broker, the
+// phase opens internal/appliance in this process (openAppliance says with
+// what); package main supplies the flags. Every figure comes from the broker, the
 // tables on disk or the kernel, not from the pipeline's own counters.
 //
 // The history benchmark (history*.go) measures the binary itself as child
