@@ -109,5 +109,3 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/twmb/avro v1.8.0 => ./internal/thirdparty/avro
