@@ -33,15 +33,15 @@ func TestBenchHistorySmoke(t *testing.T) {
 		"--history-refresh", "4s", "--history-steady", "1", "--history-ready-timeout", "2m", "--history-keep", work}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := bf.history.config(selfCommand, testWriter{t})
-	if err != nil {
+	cfg, probs := bf.history.Config(selfCommand, "TestBenchHistorySmoke", testWriter{t})
+	if err := refused(probs); err != nil {
 		t.Fatal(err)
 	}
 	if !cfg.Cold || !cfg.Keep || len(cfg.Days) != 1 || cfg.Days[0] != 0.25 || cfg.SteadyRefreshes != 1 {
 		t.Fatalf("flags became %+v", cfg)
 	}
 	out := t.TempDir()
-	if err := historyRun(ctx, cfg, bf.history, out, "TestBenchHistorySmoke", io.Discard); err != nil {
+	if err := bench.RunHistoryCommand(ctx, bf.history.HistoryCommand, cfg, out, "TestBenchHistorySmoke", io.Discard); err != nil {
 		t.Fatalf("history: %v", err)
 	}
 	rep, err := bench.ReadHistoryReport(out, "history")
@@ -75,7 +75,7 @@ func TestBenchHistorySmoke(t *testing.T) {
 
 	// Again on the kept lake: reused, measured on a copy, no steady phase.
 	cfg.SteadyRefreshes = -1
-	if err := historyRun(ctx, cfg, bf.history, out, "TestBenchHistorySmoke again", io.Discard); err != nil {
+	if err := bench.RunHistoryCommand(ctx, bf.history.HistoryCommand, cfg, out, "TestBenchHistorySmoke again", io.Discard); err != nil {
 		t.Fatalf("history on the kept lake: %v", err)
 	}
 	if rep, err = bench.ReadHistoryReport(out, "history"); err != nil {

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"lakehouse/internal/appliance"
 	"lakehouse/marts"
@@ -25,7 +23,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	registerStore(fs, &c)
 	warehouse := fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)")
 	format := fs.String("format", marts.FormatTable, "output format: table, csv or json")
-	timeout := fs.Duration("timeout", defaultQueryTimeout, "stop the query after this long")
+	timeout := fs.Duration("timeout", appliance.DefaultQueryTimeout, "stop the query after this long")
 	memory := fs.String("memory", marts.DefaultQueryMemory, "DuckDB's memory limit for the query; past it the query spills to a temporary directory")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: lakehouse query [flags] \"SQL\" [flags]\n\n"+
@@ -50,52 +48,15 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("want one SQL statement, got %d arguments %s (quote the statement as one argument): %w",
 			len(pos), quoteAll(pos), errUsage)
 	}
-	if *timeout <= 0 {
-		return fmt.Errorf("--timeout %s: want a positive duration: %w", *timeout, errUsage)
-	}
-	if *timeout+leaseMargin > table.MaxLease {
-		return fmt.Errorf("--timeout %s: at most %s (a query beside the running appliance holds its snapshots' files that long, plus %s): %w",
-			*timeout, table.MaxLease-leaseMargin, leaseMargin, errUsage)
+	q := appliance.ReadQuery{Warehouse: *warehouse, SQL: pos[0], Format: *format, Memory: *memory, Timeout: *timeout}
+	if err := refused(q.Check()); err != nil {
+		return err
 	}
 	if _, err := os.Stat(c.Data); err != nil {
 		return fmt.Errorf("no lake at %s (run `%s demo` first, or pass --data): %w", c.Data, self(), err)
 	}
-	_, lake, live, err := c.OpenReaders(ctx, *warehouse, false, true)
-	if err != nil {
-		return err
-	}
-	defer lake.Close()
-	qctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	opt := marts.QueryOptions{MemoryLimit: *memory}
-	if live != nil {
-		// Beside a running appliance: pin the snapshot of every table for
-		// as long as the query may run, and read those.
-		idents, err := lake.Tables(ctx)
-		if err != nil {
-			return err
-		}
-		ls, release, err := live.Lease(ctx, idents, *timeout+leaseMargin)
-		if err != nil {
-			return err
-		}
-		defer release()
-		opt.Snapshots = ls.Snapshots
-	}
-	err = marts.Query(qctx, lake, pos[0], *format, stdout, opt)
-	if err != nil && errors.Is(qctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		return fmt.Errorf("query: stopped after --timeout %s", *timeout)
-	}
-	return err
+	return c.Query(ctx, q, stdout)
 }
-
-// leaseMargin is how much longer than its --timeout a query's lease lasts:
-// the planning before the timeout starts, and the release after it.
-const leaseMargin = time.Minute
-
-// defaultQueryTimeout bounds a query; a query beside a running appliance
-// holds its tables' snapshots (and their files) that long at most.
-const defaultQueryTimeout = 10 * time.Minute
 
 // quoteAll renders args as Go-quoted strings separated by spaces.
 func quoteAll(args []string) string {

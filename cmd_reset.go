@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
-
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"lakehouse/ingest"
 	"lakehouse/internal/appliance"
@@ -18,9 +14,9 @@ func init() {
 	register(&command{name: "reset-position", summary: "set where ingest resumes the stream (--to ID, --since TIME or --latest); the appliance must be stopped", run: runResetPosition})
 }
 
-// runResetPosition rewrites the stored resume position through the
-// broker's metadata, in one transaction. It needs the broker's file lock, so
-// it refuses while the appliance runs.
+// runResetPosition rewrites the stored resume position
+// (appliance.Store.ResetPosition). It needs the broker's file lock, so it
+// refuses while the appliance runs.
 func runResetPosition(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("reset-position", stderr)
 	var c appliance.Store
@@ -51,30 +47,5 @@ func runResetPosition(ctx context.Context, args []string, stdout, stderr io.Writ
 		fs.Usage()
 		return errUsage
 	}
-	db, err := c.OpenBrokerExisting(ctx, false)
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return fmt.Errorf("the appliance holds %s: stop it first (the position is read once, at start): %w", c.BrokerPath(), err)
-	}
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	old, err := ingest.ResetPosition(ctx, db, ingest.DefaultSource, r)
-	if err != nil {
-		return err
-	}
-	now := ""
-	switch {
-	case r.To != "":
-		now = "resume after " + strconv.Quote(r.To)
-	case r.Latest:
-		now = "no position: the next start reads from the live end"
-	default:
-		now = "no position: the next start reads from " + r.Since.UTC().Format(time.RFC3339)
-	}
-	if len(old) > 200 {
-		old = old[:200] + fmt.Sprintf("... (%d bytes)", len(old))
-	}
-	fmt.Fprintf(stdout, "resume position of %s in %s: was %s; now %s\n", ingest.DefaultSource, c.BrokerName(), strconv.Quote(old), now)
-	return nil
+	return c.ResetPosition(ctx, r, stdout)
 }

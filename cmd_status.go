@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
+	"net/url"
 	"os"
-	"strings"
-	"time"
 
 	"lakehouse/internal/appliance"
 	"lakehouse/internal/dashboard"
@@ -41,30 +40,13 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			*addr, *token = live.Info().URL, live.Info().Token
 		}
 	}
-	base := *addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
+	body, err := observe.FetchObservation(ctx, *addr, *token)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("no appliance answering at %s (is `%s run` running? --http names its address): %w", *addr, self(), err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+observe.ObservationPath, nil)
 	if err != nil {
-		return fmt.Errorf("--http %q: %w", *addr, errUsage)
-	}
-	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("no appliance answering at %s (is `%s run` running? --http names its address): %w", base, self(), err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("read status: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s/api/status: %s: %s", base, resp.Status, strings.TrimSpace(string(body)))
+		return err
 	}
 	if *asJSON {
 		_, err := stdout.Write(body)

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"lakehouse/internal/appliance"
 	"lakehouse/verify"
@@ -49,38 +47,19 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		exp.LateIDs = ids
 	}
-	db, lake, live, err := c.OpenReaders(ctx, *warehouse, true, true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	defer lake.Close()
-	filesMark, files := "ok  ", ""
-	if live != nil {
-		// Beside a running appliance: its files are in use (the page
-		// check reads them when it is stopped), and its expiry keeps every
-		// snapshot from now on while verify reads.
-		filesMark, files = "skip", "held by the appliance running on this data directory (pid "+strconv.Itoa(live.Info().PID)+"); verify checks every page when it is stopped"
-		idents, err := lake.Tables(ctx)
-		if err != nil {
-			return err
-		}
-		_, release, err := live.Lease(ctx, idents, verifyLease)
-		if err != nil {
-			return err
-		}
-		defer release()
-	} else if files, err = checkBoltFiles(&c); err != nil {
-		return err
-	}
-	r, err := verify.Run(ctx, db, lake, exp, display(stderr)) // stderr: --counts-only keeps stdout one JSON line
+	v, err := c.Verify(ctx, *warehouse, exp, display(stderr)) // stderr: --counts-only keeps stdout one JSON line
 	if err != nil && !errors.Is(err, verify.ErrFailed) {
 		return err
 	}
+	r := v.Report
 	if *countsOnly {
 		fmt.Fprintln(stdout, r.CountsJSON())
 	} else {
-		fmt.Fprintf(stdout, "%s %-20s %s\n", filesMark, "bolt-files", files)
+		filesMark := "ok  "
+		if v.FilesSkipped {
+			filesMark = "skip"
+		}
+		fmt.Fprintf(stdout, "%s %-20s %s\n", filesMark, "bolt-files", v.Files)
 		for _, ch := range r.Checks {
 			mark := "ok  "
 			if !ch.OK {
@@ -91,10 +70,6 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	return err
 }
-
-// verifyLease bounds what a verify beside a running appliance holds back
-// from snapshot expiry (it releases its lease when done).
-const verifyLease = 2 * time.Hour
 
 func readLines(path string) ([]string, error) {
 	f, err := os.Open(path)

@@ -232,31 +232,14 @@ func (f *pipelineFlags) warehouseDefaults(fs *flag.FlagSet) {
 	}
 }
 
-// logger builds the appliance's logger: JSON lines when --log-format is
-// json, or auto and stderr is the systemd journal (JOURNAL_STREAM names it);
-// text otherwise. Warnings and errors are also kept for the dashboard.
+// logger builds the appliance's logger on stderr (telemetry.NewLogger),
+// JSON under the systemd journal when --log-format is auto.
 func (f *pipelineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error: %w", f.logLevel, errUsage)
+	log, err := telemetry.NewLogger(stderr, f.logFormat, f.logLevel, toJournal(stderr))
+	if err != nil {
+		return nil, fmt.Errorf("--%w: %w", err, errUsage)
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler
-	switch f.logFormat {
-	case "text":
-		h = slog.NewTextHandler(stderr, opts)
-	case "json":
-		h = slog.NewJSONHandler(stderr, opts)
-	case "auto":
-		if toJournal(stderr) {
-			h = slog.NewJSONHandler(stderr, opts)
-		} else {
-			h = slog.NewTextHandler(stderr, opts)
-		}
-	default:
-		return nil, fmt.Errorf("--log-format %q: want auto, text or json: %w", f.logFormat, errUsage)
-	}
-	return slog.New(&telemetry.RingHandler{Next: h, Ring: telemetry.NewLogRing(50)}), nil
+	return log, nil
 }
 
 // toJournal reports whether w is the systemd journal's stream: systemd sets

@@ -192,3 +192,33 @@ func TestStartupErrorsSayEachStepOnce(t *testing.T) {
 		t.Errorf("%q says \"create topic\" %d times, want once", stderr.String(), got)
 	}
 }
+
+// TestBenchRefusals: bench refuses settings no run could use before it
+// starts anything, with exit status 2 and the flag named.
+func TestBenchRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--rates", "100,fast"}, "--rates"},
+		{[]string{"--rates", "0"}, "--rates"},
+		{[]string{"--triggers", "1s,soon"}, "--triggers"},
+		{[]string{"--phase", "0s"}, "--phase"},
+		{[]string{"--history", "--history-days", "1,-7"}, "--history-days"},
+		{[]string{"--history", "--history-cache", "hot"}, "--history-cache"},
+		{[]string{"--history", "--history-steady", "-1"}, "--history-steady"},
+		{[]string{"--history", "--history-refresh", "0s"}, "--history-refresh"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			out := t.TempDir()
+			code := run(append([]string{"bench", "--out", out}, c.args...), &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), c.flag) {
+				t.Errorf("exit status %d, stderr %q: want 2 naming %s", code, stderr.String(), c.flag)
+			}
+			if ents, _ := os.ReadDir(out); len(ents) > 0 {
+				t.Errorf("bench wrote %d files into --out after refusing", len(ents))
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 
+	"lakehouse/internal/appliance"
 	"lakehouse/internal/boltfile"
 	"lakehouse/internal/humanize"
 )
@@ -111,7 +112,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		fmt.Fprintf(stderr, "lakehouse %s: %v\n", name, err)
-		if hint := errorHint(err); hint != "" {
+		if hint := appliance.Hint(err, self()); hint != "" {
 			fmt.Fprintf(stderr, "lakehouse %s: %s\n", name, hint)
 		}
 		return 1

@@ -9,7 +9,10 @@
 // reads (observe.go) and serves it (http.go, local.go).
 //
 // Package main turns flags and the environment into a Config and calls
-// Open, Run and Close; the bench opens it in process the same way.
+// Open, Run and Close; the bench opens it in process the same way. Store
+// also does what the commands that work on a lake do (Query, Verify,
+// Reland, Topics, ResetPosition, OddTables), so main only parses their
+// flags; Hint gives the way out of the errors they return.
 //
 // What survives a crash: nothing of its own. The broker, the tables and
 // the queries' checkpoints hold every position (their packages say how);

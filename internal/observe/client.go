@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -50,4 +52,36 @@ func getJSON(ctx context.Context, u string, v any) error {
 		return fmt.Errorf("decode %s: %w", req.URL.Path, err)
 	}
 	return nil
+}
+
+// FetchObservation asks the appliance at base (host:port, or a URL) for its
+// whole Observation, with token as the bearer token when set, and returns
+// the JSON as served. It gives up after 15 s. An appliance that does not
+// answer is a *url.Error; one that refuses is an error with its answer.
+func FetchObservation(ctx context.Context, base, token string) ([]byte, error) {
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+ObservationPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read status: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s: %s", req.URL, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
 }
