@@ -43,14 +43,7 @@ func (p *Phases) Check() (Config, appliance.Problems) {
 	cfg := Config{Options: Options{Keep: p.Keep, MaxOffsets: p.MaxOffsets, ProfileDir: p.Profile},
 		Phase: p.Phase, ProducerEvents: p.ProducerEvents, DrainEvents: p.DrainEvents, SearchStep: p.SearchStep, Display: p.Display}
 	var probs appliance.Problems
-	for _, f := range strings.Split(p.Rates, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v <= 0 {
-			probs.Add("rates", "%q: want positive numbers of events per second", f)
-			break
-		}
-		cfg.Rates = append(cfg.Rates, v)
-	}
+	cfg.Rates = positives(&probs, "rates", p.Rates, "events per second")
 	for _, s := range strings.Split(p.Triggers, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
@@ -106,4 +99,19 @@ func RenderReport(dir string) error {
 		return fmt.Errorf("read results.json: %w", err)
 	}
 	return WriteReport(dir, rep)
+}
+
+// positives parses list, comma-separated positive numbers of unit; the
+// first item that is not one is a problem of setting.
+func positives(probs *appliance.Problems, setting, list, unit string) []float64 {
+	var out []float64
+	for _, f := range strings.Split(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v <= 0 {
+			probs.Add(setting, "%q: want positive numbers of %s", f, unit)
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,14 +46,7 @@ func (h HistoryCommand) Config(launch func(...string) *exec.Cmd, version string,
 		Disk: DiskPlan{FSBytes: TargetDiskFS, RealPerDay: RealEventsPerDay, BrokerShare: 1.0 / appliance.RetentionBytesShare,
 			BrokerAge: appliance.DefaultRetention, Reserve: appliance.DefaultDiskReserve}}
 	var probs appliance.Problems
-	for _, s := range strings.Split(h.Days, ",") {
-		d, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || d <= 0 {
-			probs.Add("history-days", "%q: want positive numbers of days", s)
-			break
-		}
-		cfg.Days = append(cfg.Days, d)
-	}
+	cfg.Days = positives(&probs, "history-days", h.Days, "days")
 	switch h.Cache {
 	case "cold", "warm":
 		cfg.Cold = h.Cache == "cold"
