@@ -5,7 +5,8 @@
 // silver reading it), and the step-up search for the fastest sustained
 // rate; it writes benchmarks/results.md, .json and freshness.svg. Each
 // phase opens internal/appliance in this process (openAppliance says with
-// what); package main supplies the flags. Every figure comes from the broker, the
+// what); package main fills Phases (command.go) from its flags, and
+// Phases.Check refuses what no run could use. Every figure comes from the broker, the
 // tables on disk or the kernel, not from the pipeline's own counters.
 //
 // The history benchmark (history*.go) measures the binary itself as child
@@ -13,7 +14,8 @@
 // restarted on them (readiness, refreshes, memory from /proc), questions
 // through its query checked against the package's own reading of the
 // tables and the broker, its verify, and the disk; it writes
-// benchmarks/history.md, .json and .svg. Package main supplies the
+// benchmarks/history.md, .json and .svg. Package main fills
+// HistoryCommand (history_command.go) from its flags and supplies the
 // launcher.
 //
 // The soak (soak*.go, `bench --soak`) is the long-running benchmark: it

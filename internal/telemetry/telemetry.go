@@ -2,8 +2,8 @@
 // started, beyond what its components report on demand: each query's
 // running totals and newest batches (fed through stream.Config.OnBatch),
 // silver's freshness per minute for the last hour, the ingest rate, and
-// the newest warnings and errors logged. The appliance's observation,
-// readiness and /metrics read it.
+// the newest warnings and errors logged (NewLogger builds the logger that
+// keeps them). The appliance's observation, readiness and /metrics read it.
 //
 // What survives a crash: nothing; every figure counts from the start.
 package telemetry
