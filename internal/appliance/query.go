@@ -52,11 +52,7 @@ func (c *Store) Query(ctx context.Context, q ReadQuery, w io.Writer) error {
 	defer cancel()
 	opt := marts.QueryOptions{MemoryLimit: q.Memory}
 	if live != nil {
-		idents, err := lake.Tables(ctx)
-		if err != nil {
-			return err
-		}
-		ls, release, err := live.Lease(ctx, idents, q.Timeout+leaseMargin)
+		ls, release, err := leaseTables(ctx, live, lake, q.Timeout+leaseMargin)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"time"
 
 	"lakehouse/broker"
 	"lakehouse/broker/kafka"
@@ -92,4 +93,15 @@ func (c *Store) OpenReaders(ctx context.Context, warehouse string, wantBroker, w
 		}
 	}
 	return db, lake, live, nil
+}
+
+// leaseTables has live, the appliance running beside a reader, keep the
+// current snapshot of every table in lake (and its files) for ttl; release
+// ends the lease.
+func leaseTables(ctx context.Context, live *localapi.Client, lake *table.Lake, ttl time.Duration) (ls table.Lease, release func(), err error) {
+	idents, err := lake.Tables(ctx)
+	if err != nil {
+		return ls, nil, err
+	}
+	return live.Lease(ctx, idents, ttl)
 }

@@ -45,11 +45,7 @@ func (c *Store) Verify(ctx context.Context, warehouse string, exp verify.Expect,
 	if live != nil {
 		v.FilesSkipped = true
 		v.Files = "held by the appliance running on this data directory (pid " + strconv.Itoa(live.Info().PID) + "); verify checks every page when it is stopped"
-		idents, err := lake.Tables(ctx)
-		if err != nil {
-			return v, err
-		}
-		_, release, err := live.Lease(ctx, idents, verifyLease)
+		_, release, err := leaseTables(ctx, live, lake, verifyLease)
 		if err != nil {
 			return v, err
 		}

@@ -34,37 +34,23 @@ func FetchStatus(ctx context.Context, base string, queries ...string) (Status, e
 }
 
 func getJSON(ctx context.Context, u string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	body, err := get(ctx, u, "", 5*time.Second)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", req.URL, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("decode %s: %w", req.URL.Path, err)
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("decode %s: %w", u, err)
 	}
 	return nil
 }
 
-// FetchObservation asks the appliance at base (host:port, or a URL) for its
-// whole Observation, with token as the bearer token when set, and returns
-// the JSON as served. It gives up after 15 s. An appliance that does not
-// answer is a *url.Error; one that refuses is an error with its answer.
-func FetchObservation(ctx context.Context, base, token string) ([]byte, error) {
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+// get reads u, with token as the bearer token when set, giving up after
+// timeout. A server that does not answer is a *url.Error; an answer other
+// than 200 OK is an error with its status and body.
+func get(ctx context.Context, u, token string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+ObservationPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -78,10 +64,21 @@ func FetchObservation(ctx context.Context, base, token string) ([]byte, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("read status: %w", err)
+		return nil, fmt.Errorf("read %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", req.URL, resp.Status, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return body, nil
+}
+
+// FetchObservation asks the appliance at base (host:port, or a URL) for its
+// whole Observation, with token as the bearer token when set, and returns
+// the JSON as served. It gives up after 15 s. An appliance that does not
+// answer is a *url.Error; one that refuses is an error with its answer.
+func FetchObservation(ctx context.Context, base, token string) ([]byte, error) {
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return get(ctx, strings.TrimSuffix(base, "/")+ObservationPath, token, 15*time.Second)
 }
