@@ -218,6 +218,7 @@ func (f *pipelineFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.DiskReserve, "disk-reserve", appliance.DefaultDiskReserve, "bytes kept free on the data directory's file system: below this, ingest stops storing (and reading) new events, so the queries can still drain what is stored; it resumes by itself once space is freed (0: no reserve)")
 	fs.IntVar(&f.MaxSnapshots, "max-snapshots", marts.DefaultMaxSnapshots, "a table holding more snapshots than this is expired down to --keep-snapshots (never past what a downstream query has not read)")
 	fs.IntVar(&f.KeepSnapshots, "keep-snapshots", marts.DefaultKeepSnapshots, "snapshots each table keeps after expiry")
+	fs.StringVar(&f.Models, "models", os.Getenv("LAKEHOUSE_MODELS"), "directory of your own gold marts: one SQL file per model, built incrementally after the built-in marts by every refresh (docs/models.md; env LAKEHOUSE_MODELS)")
 	fs.StringVar(&f.MartsMemory, "marts-memory", marts.DefaultDuckMemoryLimit, "DuckDB memory_limit of a marts refresh or check run (e.g. 64MB, 1GB); past it DuckDB spills to <data>/tmp/duckdb")
 }
 

@@ -147,6 +147,14 @@ type Config struct {
 	// hours at a time and the unique-id check counts the ids in parts.
 	ChunkRows int64
 
+	// Models are the user's models (LoadModels), built after the built-in
+	// marts by every refresh (model.go); a model that breaks a rule is
+	// refused with a failed check, the others are built.
+	Models []Model
+	// RefusedModels are the model files LoadModels refused (their
+	// header): each refresh reports them as failed checks.
+	RefusedModels []error
+
 	// Logger receives run outcomes (slog.Default() when nil).
 	Logger *slog.Logger
 	// OnRun, if set, is called after every recorded job run (for example so
@@ -174,6 +182,9 @@ type Marts struct {
 	lastMu     sync.Mutex
 	last       map[string]Run // newest run per job
 	lastReport *Report        // newest Refresh
+
+	// refusedLogged: the refused models were logged (under mu).
+	refusedLogged bool
 
 	filesSeen map[string]filesCheck // per table, what the last compaction check saw (under mu)
 	// checkedLoaded: bronzeSeen and idsSeen were read from the lake's

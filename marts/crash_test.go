@@ -18,9 +18,10 @@ import (
 )
 
 // TestMain runs maintainChild instead of the tests in
-// TestMaintenanceKillRestart's child process (crashtest role "maintain").
+// TestMaintenanceKillRestart's child process (crashtest role "maintain"),
+// and modelsChild in TestModelRefreshKill's (role "models").
 func TestMain(m *testing.M) {
-	os.Exit(crashtest.Main(m, map[string]crashtest.Role{"maintain": maintainChild}))
+	os.Exit(crashtest.Main(m, map[string]crashtest.Role{"maintain": maintainChild, "models": modelsChild}))
 }
 
 // maintainChild is the child's body (settings dir, hook, skip): it streams

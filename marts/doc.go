@@ -1,5 +1,8 @@
 // Package marts owns the gold layer of the lakehouse and its upkeep: four gold
-// marts built by DuckDB from SQL files embedded in the binary, five asset
+// marts built by DuckDB from SQL files embedded in the binary, the user's
+// own models (SQL files of a directory with a header: model.go, built by
+// model_build.go after the four, checked by model_checks.go, tried without
+// writing by TryModel), five asset
 // checks that reconcile the layers (and see a stream that has stopped), the
 // in-process scheduler that refreshes
 // them and runs table maintenance (compaction, snapshot expiry), and the
@@ -29,6 +32,10 @@
 // Run history and check results are appended to two Iceberg tables owned by
 // this package, ops.runs and ops.asset_checks (one CommitBatch per Refresh or
 // maintenance run, marker query "marts").
+//
+// A model's table records what it was built from in the commit that writes
+// it (propModel), like a built-in mart; a crash leaves each model as it was
+// or as rebuilt.
 //
 // What survives a crash: every gold overwrite and every ops commit that
 // returned, each with its record of what it was built from or what the

@@ -28,6 +28,7 @@ type lakeAPI interface {
 	LastCommitted(ctx context.Context, ident, query string) (table.Marker, bool, error)
 	CommitBatch(ctx context.Context, ident string, b table.Batch) (table.Result, error)
 	Tables(ctx context.Context) ([]string, error)
+	DropTable(ctx context.Context, ident string) error
 	LocalFile(ctx context.Context, path string) (string, error)
 	Warehouse() string
 }

@@ -93,3 +93,8 @@ func (o offThread) CommitBatch(ctx context.Context, ident string, b table.Batch)
 func (o offThread) Tables(ctx context.Context) ([]string, error) {
 	return off(func() ([]string, error) { return o.l.Tables(ctx) })
 }
+
+func (o offThread) DropTable(ctx context.Context, ident string) error {
+	_, err := off(func() (struct{}, error) { return struct{}{}, o.l.DropTable(ctx, ident) })
+	return err
+}

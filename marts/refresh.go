@@ -34,7 +34,9 @@ type Report struct {
 	// Scope is what was rebuilt: "full (why)" or the count of days.
 	Scope string
 	// Rows written per gold mart, by identifier.
-	Rows   map[string]int64
+	Rows map[string]int64
+	// Models is what was built of each user model, in build order.
+	Models []ModelReport
 	Checks []Check
 	// Highlights are the marts' headline and top rows, read back after the
 	// rebuild (empty when that read failed; the refresh does not fail for it).
@@ -61,6 +63,9 @@ func (r Report) String() string {
 		if n, ok := r.Rows[id]; ok {
 			fmt.Fprintf(&b, ", %s %d rows", strings.TrimPrefix(id, "gold."), n)
 		}
+	}
+	for _, md := range r.Models {
+		fmt.Fprintf(&b, "; model %s: %s, %d rows", md.Ident, md.Scope, md.Rows)
 	}
 	pass := 0
 	for _, c := range r.Checks {
@@ -140,7 +145,14 @@ func (m *Marts) refresh(ctx context.Context, runID, whole string) (Report, error
 	if err != nil {
 		return rep, err
 	}
-	defer d.Close()
+	closed := false
+	closeDuck := func() {
+		if !closed {
+			closed = true
+			_ = d.Close()
+		}
+	}
+	defer closeDuck()
 	if _, err := d.db.ExecContext(ctx, fmt.Sprintf("SET VARIABLE top_n = %d; SET VARIABLE hot_max_candidates = %d", m.cfg.TopN, m.cfg.hotMaxCandidates)); err != nil {
 		return rep, fmt.Errorf("set top_n and hot_max_candidates: %w", err)
 	}
@@ -202,6 +214,15 @@ func (m *Marts) refresh(ctx context.Context, runID, whole string) (Report, error
 	if rep.Checks, err = m.runChecks(ctx, d); err != nil {
 		return rep, err
 	}
+	// The user's models, in a session of their own: this one's memory
+	// goes back first.
+	closeDuck()
+	checks, models, err := m.buildModels(ctx, runID)
+	rep.Models = models
+	if err != nil {
+		return rep, err
+	}
+	rep.Checks = append(rep.Checks, checks...)
 	if err := m.recordChecks(ctx, runID, rep.Checks); err != nil {
 		return rep, err
 	}

@@ -176,7 +176,9 @@ func (a *Appliance) Run(ctx context.Context, stderr io.Writer) error {
 		}
 	}
 	if a.cfg.Runs(RoleMarts) {
-		a.startMarts(start)
+		if err := a.startMarts(start); err != nil {
+			return stopAll(err)
+		}
 	}
 	start("health", a.runHealth)
 	go a.notifyReady(ctx)

@@ -3,6 +3,7 @@ package appliance
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -106,6 +107,13 @@ func (c *Config) Check(withSource bool) Problems {
 	}
 	if c.MartsMemory != "" && !duckMemory.MatchString(c.MartsMemory) {
 		e.Add("marts-memory", "%q: want a size such as 64MB or 1GB", c.MartsMemory)
+	}
+	if c.Models != "" {
+		if fi, err := os.Stat(c.Models); err != nil {
+			e.Add("models", "%v", err)
+		} else if !fi.IsDir() {
+			e.Add("models", "%s: not a directory (the models are its *.sql files)", c.Models)
+		}
 	}
 	if c.KeepSnapshots < 1 || c.KeepSnapshots > c.MaxSnapshots {
 		e.Add("keep-snapshots", "%d: want 1 to --max-snapshots (%d)", c.KeepSnapshots, c.MaxSnapshots)

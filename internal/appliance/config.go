@@ -51,6 +51,9 @@ type Config struct {
 	MaxSnapshots   int
 	KeepSnapshots  int
 	MartsMemory    string // DuckDB memory_limit of the marts' jobs
+	// Models is the directory of the user's models (marts.LoadModels; "":
+	// none), built by every refresh after the built-in marts.
+	Models string
 
 	// Version is the build's, shown in the observation and appliance.json.
 	Version string

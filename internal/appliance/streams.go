@@ -73,7 +73,16 @@ func (a *Appliance) startStreams(ctx context.Context, start func(string, func(co
 
 // startMarts starts the marts scheduler: gold marts, asset checks and
 // table maintenance.
-func (a *Appliance) startMarts(start func(string, func(context.Context) error)) {
+func (a *Appliance) startMarts(start func(string, func(context.Context) error)) error {
+	var models []marts.Model
+	var refused []error
+	if a.cfg.Models != "" {
+		var err error
+		if models, refused, err = marts.LoadModels(a.cfg.Models); err != nil {
+			return err
+		}
+		a.log.Info("marts: models read", "dir", a.cfg.Models, "models", len(models), "refused", len(refused))
+	}
 	refresh := a.cfg.Refresh
 	if refresh <= 0 {
 		refresh = -1 // marts and checks off; compaction and expiry still run
@@ -88,6 +97,8 @@ func (a *Appliance) startMarts(start func(string, func(context.Context) error)) 
 		Protect:         a.protect,
 		DuckTempDir:     filepath.Join(a.cfg.Data, "tmp", "duckdb"),
 		DuckMemoryLimit: a.cfg.MartsMemory,
+		Models:          models,
+		RefusedModels:   refused,
 		Logger:          a.log,
 		OnRun:           a.release.afterJob,
 	})
@@ -95,6 +106,7 @@ func (a *Appliance) startMarts(start func(string, func(context.Context) error)) 
 	a.marts = m
 	a.mu.Unlock()
 	start("marts", m.Run)
+	return nil
 }
 
 // protect returns the snapshot of ident that the query reading it will
