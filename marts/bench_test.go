@@ -91,8 +91,12 @@ func BenchmarkRefreshLakeSize(b *testing.B) {
 // rebuilds only the newest day (and hot_pages from the last day of files);
 // mode=full refreshes with a new Marts each time, which rebuilds all four
 // days, as every refresh did before.
+//
+// mode=models is incremental with the two example models of
+// docs/models.md (six in all): the target is at most 1.5 times
+// mode=incremental.
 func BenchmarkRefreshAfterAppend(b *testing.B) {
-	for _, mode := range []string{"incremental", "full"} {
+	for _, mode := range []string{"incremental", "full", "models"} {
 		b.Run("mode="+mode, func(b *testing.B) {
 			lake := openTestLake(b, b.TempDir())
 			const days, perDay, per = 4, 250_000, 25_000
@@ -113,7 +117,11 @@ func BenchmarkRefreshAfterAppend(b *testing.B) {
 				add(k, per, func(k int) time.Time { return start.Add(time.Duration(k) * spacing) })
 			}
 			ctx := context.Background()
-			m := New(lake, fakeLog{}, Config{Logger: slog.New(slog.DiscardHandler)})
+			cfg := Config{Logger: slog.New(slog.DiscardHandler)}
+			if mode == "models" {
+				cfg.Models = docModels(b)
+			}
+			m := New(lake, fakeLog{}, cfg)
 			if _, err := m.Refresh(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -133,6 +141,9 @@ func BenchmarkRefreshAfterAppend(b *testing.B) {
 				}
 				if want := map[string]bool{"incremental": false, "full": true}[mode]; strings.HasPrefix(rep.Scope, "full") != want {
 					b.Fatalf("scope %q in mode %s", rep.Scope, mode)
+				}
+				if mode == "models" && (len(rep.Models) != 2 || rep.Models[0].Scope != "1 hour" || rep.Models[1].Scope != "1 day") {
+					b.Fatalf("models rebuilt %+v, want the newest hour and day", rep.Models)
 				}
 			}
 		})

@@ -12,67 +12,68 @@ import (
 // whole day (1.9 million) filled it (BenchmarkRefreshLateInTheDay).
 const DefaultChunkRows = 250_000
 
-// hourChunks lists consecutive ranges [from, to) of whole UTC hours of
-// silver.edits_hours (the hours a refresh rebuilds), each holding at most
-// d.chunkRows edits unless one hour alone holds more.
-func (d *duck) hourChunks(ctx context.Context) ([][2]time.Time, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT date_trunc('hour', event_time) AS h, count(*) FROM silver.edits_hours GROUP BY h ORDER BY h`)
+// unitChunks lists consecutive ranges [from, to) of whole units whose
+// rows count (a query of each unit's start and its count of rows, in
+// order of the start) lists, each holding at most d.chunkRows rows unless
+// one unit alone holds more. Units that count lists no row for are in no
+// range.
+func (d *duck) unitChunks(ctx context.Context, count string, unit time.Duration) ([][2]time.Time, error) {
+	rows, err := d.db.QueryContext(ctx, count)
 	if err != nil {
-		return nil, fmt.Errorf("count edits per hour: %w", err)
+		return nil, fmt.Errorf("count rows per unit: %w", err)
 	}
 	defer rows.Close()
 	var out [][2]time.Time
 	var n int64
 	for rows.Next() {
-		var h time.Time
+		var u time.Time
 		var c int64
-		if err := rows.Scan(&h, &c); err != nil {
-			return nil, fmt.Errorf("count edits per hour: %w", err)
+		if err := rows.Scan(&u, &c); err != nil {
+			return nil, fmt.Errorf("count rows per unit: %w", err)
 		}
-		if len(out) > 0 && n+c <= d.chunkRows && out[len(out)-1][1].Equal(h) {
-			out[len(out)-1][1] = h.Add(time.Hour)
+		if len(out) > 0 && n+c <= d.chunkRows && out[len(out)-1][1].Equal(u) {
+			out[len(out)-1][1] = u.Add(unit)
 			n += c
 			continue
 		}
-		out = append(out, [2]time.Time{h, h.Add(time.Hour)})
+		out = append(out, [2]time.Time{u, u.Add(unit)})
 		n = c
 	}
 	return out, rows.Err()
 }
 
-// buildByHour creates table tmp from q, a mart whose rows are each a
-// function of one hour of silver.edits_hours and which reads only the hours
-// from getvariable('hours_from') to getvariable('hours_to'), by running q
-// over each chunk of hours (hourChunks) in turn.
-func (d *duck) buildByHour(ctx context.Context, tmp, q string) error {
-	chunks, err := d.hourChunks(ctx)
-	if err != nil {
-		return err
-	}
-	if err := d.setHours(ctx, time.Time{}, time.Time{}); err != nil { // no hour: the table's columns only
+// buildChunked creates table tmp from q, whose rows are each a function of
+// one unit of its inputs, by running q once per chunk of units in turn,
+// after point has made its inputs views of the chunk's rows only (and
+// first with none, for the table's columns). A grouping of a day of the
+// real stream per (wiki, hour, editor) at once filled DuckDB's memory
+// limit; a few hours at a time it does not.
+func (d *duck) buildChunked(ctx context.Context, tmp, q string, chunks [][2]time.Time, point func(from, to time.Time) error) error {
+	if err := point(time.Time{}, time.Time{}); err != nil {
 		return err
 	}
 	if _, err := d.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+tmp+" AS "+q); err != nil {
 		return err
 	}
 	for _, c := range chunks {
-		if err := d.setHours(ctx, c[0], c[1]); err != nil {
+		if err := point(c[0], c[1]); err != nil {
 			return err
 		}
 		if _, err := d.db.ExecContext(ctx, "INSERT INTO "+tmp+" "+q); err != nil {
-			return fmt.Errorf("hours from %s: %w", c[0].UTC().Format(time.RFC3339), err)
+			return fmt.Errorf("units from %s: %w", c[0].UTC().Format(time.RFC3339), err)
 		}
 	}
 	return nil
 }
 
-// setHours sets the hours a chunked mart's statement reads.
-func (d *duck) setHours(ctx context.Context, from, to time.Time) error {
-	const ts = "2006-01-02 15:04:05.999999-07"
-	for name, at := range map[string]time.Time{"hours_from": from, "hours_to": to} {
-		if _, err := d.db.ExecContext(ctx, fmt.Sprintf("SET VARIABLE %s = TIMESTAMPTZ '%s'", name, at.UTC().Format(ts))); err != nil {
-			return fmt.Errorf("set the hours of a chunk: %w", err)
-		}
+// unitsIn lists the units of length unit from from to to.
+func unitsIn(from, to time.Time, unit time.Duration) units {
+	var us units
+	for u := from; u.Before(to); u = u.Add(unit) {
+		us.list = append(us.list, u.Unix())
 	}
-	return nil
+	if us.list == nil {
+		us.list = []int64{}
+	}
+	return us
 }

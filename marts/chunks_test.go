@@ -82,7 +82,7 @@ func hourChunksOf(t *testing.T, m *Marts, lake *table.Lake) [][2]int64 {
 	if err := d.attach(ctx, table.SilverEdits+"_hours", files); err != nil {
 		t.Fatal(err)
 	}
-	chunks, err := d.hourChunks(ctx)
+	chunks, err := d.unitChunks(ctx, hoursInScope, unitHour)
 	if err != nil {
 		t.Fatal(err)
 	}

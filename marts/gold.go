@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -77,22 +78,66 @@ func schemaOf(cols ...col) *arrow.Schema {
 	return arrow.NewSchema(fs, nil)
 }
 
-var marts = []mart{
-	{WikiActivityHourly, "sql/wiki_activity_hourly.sql", schemaOf(
+// marts are the four built-in marts: models shipped in the binary, whose
+// name, unit and key come from their files' headers (ParseModel, as a
+// user's model), and whose Arrow schema (exact types, required columns)
+// and build escapes are declared here: the hourly mart is built a few
+// hours at a time, hot_pages after its prepare step over the files that
+// reach into its window, and the units of each follow silver's files
+// (scope.go).
+var marts = builtins(
+	builtin{"sql/wiki_activity_hourly.sql", schemaOf(
 		col{"wiki", str}, col{"hour", tsUTC}, col{"edits", i64}, col{"new_pages", i64},
 		col{"bot_edits", i64}, col{"human_edits", i64}, col{"editors", i64},
-		col{"bytes_added", i64}, col{"bytes_removed", i64}), "hour", "hour, wiki", false, true, nil},
-	{TopEditorsDaily, "sql/top_editors_daily.sql", schemaOf(
+		col{"bytes_added", i64}, col{"bytes_removed", i64}), false, nil},
+	builtin{"sql/top_editors_daily.sql", schemaOf(
 		col{"day", date}, col{"wiki", str}, col{"rank", i32}, col{"user", str}, col{"bot", boolean},
-		col{"edits", i64}, col{"bytes_changed", i64}), "day", "day, wiki, rank", false, false, nil},
-	{EditorSessionsDaily, "sql/editor_sessions_daily.sql", schemaOf(
+		col{"edits", i64}, col{"bytes_changed", i64}), false, nil},
+	builtin{"sql/editor_sessions_daily.sql", schemaOf(
 		col{"day", date}, col{"sessions", i64}, col{"editors", i64}, col{"edits", i64},
 		col{"median_session_s", f64}, col{"p95_session_s", f64}, col{"edits_per_session", f64},
-		col{"bot_sessions", i64}, col{"human_sessions", i64}, col{"bot_edits", i64}, col{"human_edits", i64}), "day", "day", true, false, nil},
-	{HotPages, "sql/hot_pages.sql", schemaOf(
+		col{"bot_sessions", i64}, col{"human_sessions", i64}, col{"bot_edits", i64}, col{"human_edits", i64}), true, nil},
+	builtin{"sql/hot_pages.sql", schemaOf(
 		col{"time_window", str}, col{"rank", i32}, col{"wiki", str}, col{"title", str},
 		col{"edits", i64}, col{"editors", i64}, col{"last_edit", tsUTC},
-		col{"window_start", tsUTC}, col{"as_of", tsUTC}), "", "", false, false, prepareHotPages},
+		col{"window_start", tsUTC}, col{"as_of", tsUTC}), false, prepareHotPages},
+)
+
+// builtin is what the binary declares of a built-in mart beyond its file.
+type builtin struct {
+	file     string
+	schema   *arrow.Schema
+	sessions bool
+	prepare  func(ctx context.Context, d *duck) error
+}
+
+// builtins reads each built-in mart's header; a header that does not
+// parse is a bug of the binary (TestBuiltinMartsAreModels).
+func builtins(bs ...builtin) []mart {
+	out := make([]mart, len(bs))
+	for i, b := range bs {
+		src, err := readSQL(b.file)
+		if err != nil {
+			panic(err)
+		}
+		md, err := parseHeader(b.file, src)
+		if err != nil {
+			panic(err)
+		}
+		mt := mart{ident: md.Ident, file: b.file, schema: b.schema, sessions: b.sessions, prepare: b.prepare,
+			dayCol: md.Unit.Col, byHours: md.Unit.Kind == UnitHour}
+		if md.Unit.Kind != UnitTable {
+			order := []string{md.Unit.Col}
+			for _, k := range md.Key {
+				if k != md.Unit.Col {
+					order = append(order, k)
+				}
+			}
+			mt.order = strings.Join(order, ", ")
+		}
+		out[i] = mt
+	}
+	return out
 }
 
 // GoldSchema returns the Arrow schema a gold mart is written with.

@@ -21,8 +21,11 @@ var compactTables = []string{table.Bronze, table.SilverEdits, table.EditorSessio
 // their snapshots before the downstream stream consumed it would break it.
 var streamedFrom = map[string]bool{table.Bronze: true, table.SilverEdits: true}
 
-// expireTables are expired by JobExpire.
-func expireTables() []string { return append(append([]string{}, compactTables...), GoldTables...) }
+// expireTables are expired by JobExpire, and cleaned of orphan files: the
+// user's models too (each refresh that rebuilds one commits a snapshot).
+func (m *Marts) expireTables() []string {
+	return append(append(append([]string{}, compactTables...), GoldTables...), m.ModelTables()...)
+}
 
 // recheckFiles: a table whose file count has not changed is still looked at
 // this often by the compaction check (a day partition turns cold with time).
@@ -170,7 +173,7 @@ func (m *Marts) compact(ctx context.Context, _ string) (string, error) {
 func (m *Marts) expire(ctx context.Context, _ string) (string, error) {
 	var done []string
 	var errs []error
-	for _, id := range expireTables() {
+	for _, id := range m.expireTables() {
 		st, err := m.lake.Stats(ctx, id)
 		switch {
 		case isNoTable(err):
@@ -251,7 +254,7 @@ const orphansJob = "orphans"
 // cleanup, as stamped in the table, is OrphanEvery old or never happened.
 // It returns "" when no table was due.
 func (m *Marts) deleteOrphans(ctx context.Context, _ string) (string, error) {
-	return m.eachDue(ctx, expireTables(), orphansJob, m.cfg.OrphanEvery, "orphans", func(id string) (string, error) {
+	return m.eachDue(ctx, m.expireTables(), orphansJob, m.cfg.OrphanEvery, "orphans", func(id string) (string, error) {
 		n, err := m.lake.DeleteOrphanFiles(ctx, id, table.DefaultMinOrphanAge)
 		return strconv.Itoa(n), err
 	})

@@ -180,6 +180,18 @@ func LoadModels(dir string) (models []Model, errs []error, err error) {
 // ParseModel parses a model's header (the SQL is compiled later, against
 // the lake: compileModels). file names it in errors.
 func ParseModel(file, src string) (Model, error) {
+	m, err := parseHeader(file, src)
+	if err != nil {
+		return Model{}, err
+	}
+	if err := checkModelName(m.Ident); err != "" {
+		return Model{}, &ModelError{File: file, Line: m.nameLine, Rule: RuleName, Msg: err}
+	}
+	return m, nil
+}
+
+// parseHeader parses a model's header lines, the built-in marts' too.
+func parseHeader(file, src string) (Model, error) {
 	m := Model{File: file, SQL: src, Unit: ModelUnit{Kind: UnitTable}}
 	bad := func(line int, rule, format string, a ...any) (Model, error) {
 		return Model{}, &ModelError{File: file, Line: line, Rule: rule, Msg: fmt.Sprintf(format, a...)}
@@ -245,9 +257,6 @@ func ParseModel(file, src string) (Model, error) {
 		}
 	}
 	m.Checks = append(m.Checks, keyChecks...)
-	if err := checkModelName(m.Ident); err != "" {
-		return bad(m.nameLine, RuleName, "%s", err)
-	}
 	return m, nil
 }
 

@@ -241,12 +241,16 @@ type ModelReport struct {
 	// (why)".
 	Scope string
 	Rows  int64
+	// Statements is how many statements built it (more than one: a few
+	// units at a time).
+	Statements int
 }
 
 // modelRun is what one refresh did to one model.
 type modelRun struct {
 	ident  string
 	scope  units
+	chunks int // statements its SELECT ran as
 	rows   int64
 	err    error
 	checks []Check
@@ -319,10 +323,20 @@ func (m *Marts) buildModels(ctx context.Context, runID string) ([]Check, []Model
 				Message: r.err.Error(), CheckedAt: time.Now().UTC(), Numbers: map[string]int64{}})
 			continue
 		}
-		rows = append(rows, ModelReport{Ident: c.Ident, Scope: r.scope.describe(c.Unit), Rows: r.rows})
+		rows = append(rows, ModelReport{Ident: c.Ident, Scope: r.scope.describe(c.Unit), Rows: r.rows, Statements: r.chunks})
 		checks = append(checks, r.checks...)
 	}
 	return checks, rows, m.dropGoneModels(ctx)
+}
+
+// ModelTables lists the tables of the user's models (Config.Models), in
+// the order of their files.
+func (m *Marts) ModelTables() []string {
+	out := make([]string, len(m.cfg.Models))
+	for i, md := range m.cfg.Models {
+		out[i] = md.Ident
+	}
+	return out
 }
 
 // logRefused logs, once per process, each model refused.
@@ -379,7 +393,7 @@ func (m *Marts) compileAndPlan(ctx context.Context, d *duck) (modelSet, map[stri
 		in[id] = p
 	}
 	var set modelSet
-	if err := exec(ctx, d, "CREATE SCHEMA IF NOT EXISTS model_prev"); err != nil {
+	if err := exec(ctx, d, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS model_prev; SET VARIABLE top_n = %d", m.cfg.TopN)); err != nil {
 		return set, in, fmt.Errorf("models: %w", err)
 	}
 	set.built, set.refused = compileModels(ctx, d, m.cfg.Models, base)
@@ -435,7 +449,7 @@ func (m *Marts) buildModel(ctx context.Context, d *duck, c *compiled, in map[str
 	if r.err = m.attachModelInputs(ctx, d, c, in, r.scope); r.err != nil {
 		return r
 	}
-	if r.err = exec(ctx, d, "CREATE OR REPLACE TABLE main.model_raw AS "+c.SQL); r.err != nil {
+	if r.chunks, r.err = m.runModel(ctx, d, c, in, r.scope); r.err != nil {
 		r.err = duckModelError(c.Model, RuleColumns, r.err)
 		return r
 	}
@@ -501,6 +515,34 @@ func (m *Marts) buildModel(ctx context.Context, d *duck, c *compiled, in map[str
 	}
 	r.checks, r.err = m.modelChecks(ctx, d, c, in, r.scope, true)
 	return r
+}
+
+// runModel runs c's SELECT into main.model_raw over its inputs as
+// attached (restricted to us). A model by hour or day that reads silver
+// only is run a few units at a time, each statement over at most
+// Config.ChunkRows rows of its first input (buildChunked), as the hourly
+// built-in mart is. It returns the statements run.
+func (m *Marts) runModel(ctx context.Context, d *duck, c *compiled, in map[string]planned, us units) (int, error) {
+	step := c.Unit.length()
+	chunked := step > 0
+	for _, id := range c.inputs {
+		chunked = chunked && in[id].src.grain == grainEvent
+	}
+	if chunked {
+		first := in[c.inputs[0]].src
+		count := fmt.Sprintf("SELECT date_trunc('%s', %s) AS u, count(*) FROM %s GROUP BY u ORDER BY u", c.Unit.Kind, quoteIdent(first.timeCol), qualified(first.ident))
+		chunks, err := d.unitChunks(ctx, count, step)
+		if err != nil {
+			return 0, err
+		}
+		if len(chunks) > 1 {
+			err := d.buildChunked(ctx, "main.model_raw", c.SQL, chunks, func(from, to time.Time) error {
+				return m.attachModelInputs(ctx, d, c, in, unitsIn(from, to, step))
+			})
+			return len(chunks), err
+		}
+	}
+	return 1, exec(ctx, d, "CREATE OR REPLACE TABLE main.model_raw AS "+c.SQL)
 }
 
 // describe says what was rebuilt of a model by unit u.

@@ -134,6 +134,9 @@ func compileModels(ctx context.Context, d *duck, models []Model, base map[string
 	for _, id := range append(sortedKeys(base), sortedKeys(byIdent)...) {
 		if ns := id[:strings.IndexByte(id, '.')]; !slices.Contains(search, ns) {
 			search = append(search, ns)
+			if _, err := d.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(ns)); err != nil {
+				return nil, append(errs, fmt.Errorf("models: %w", err))
+			}
 		}
 	}
 	if _, err := d.db.ExecContext(ctx, "SET search_path = "+quoteString(strings.Join(append(search, "main"), ","))); err != nil {

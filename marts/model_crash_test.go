@@ -115,10 +115,10 @@ func TestModelRefreshKill(t *testing.T) {
 			if err != nil {
 				t.Fatalf("restart: %v", err)
 			}
-			want := []ModelReport{{"gold.edits_by_type_daily", tc.restartBy, 0}, {"gold.wiki_edits_daily", tc.restartPer, 0}}
+			want := []ModelReport{{Ident: "gold.edits_by_type_daily", Scope: tc.restartBy}, {Ident: "gold.wiki_edits_daily", Scope: tc.restartPer}}
 			got := slices.Clone(rep.Models)
 			for i := range got {
-				got[i].Rows = 0
+				got[i].Rows, got[i].Statements = 0, 0
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("the restart rebuilt %+v, want %+v", got, want)

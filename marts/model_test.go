@@ -38,7 +38,7 @@ GROUP BY ALL;
 `
 
 // writeModels writes name -> text into a new directory and loads it.
-func writeModels(t *testing.T, dir string, files map[string]string) []Model {
+func writeModels(t testing.TB, dir string, files map[string]string) []Model {
 	t.Helper()
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -261,5 +261,68 @@ func TestBadModelsRefused(t *testing.T) {
 		if id != "gold.edits_by_type_daily" && !slices.Contains(GoldTables, id) && strings.HasPrefix(id, "gold.") {
 			t.Errorf("a refused model was written: %s", id)
 		}
+	}
+}
+
+// TestModelSnapshotsExpire: a model's table is maintained like a built-in
+// mart: each refresh that rebuilds it commits a snapshot, and expiry keeps
+// its history within the bound, deleting the files of the snapshots it
+// expired (a model never fills the disk with old versions).
+func TestModelSnapshotsExpire(t *testing.T) {
+	ctx := context.Background()
+	lake, log := fixtureLake(t)
+	models := writeModels(t, t.TempDir(), map[string]string{"by_type.sql": modelByType})
+	m := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler), Models: models, MaxSnapshots: 3, KeepSnapshots: 2,
+		Protect: func(context.Context, string) (int64, error) { return 0, nil }})
+	for i := range 6 {
+		e := edit(fmt.Sprintf("ev-more-%d", i), t0.Add(time.Duration(24+i)*time.Hour), "enwiki", "edit", "More", "Eve", false, 1)
+		commit(t, lake, table.SilverEdits, "silver", int64(2+i), table.SilverEditsSchema, []row{e})
+		if _, err := m.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const id = "gold.edits_by_type_daily"
+	before, err := lake.Stats(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Snapshots < 6 {
+		t.Fatalf("inconclusive: %d snapshots of the model before expiry, want one per refresh", before.Snapshots)
+	}
+	if _, err := m.RunJob(ctx, JobExpire); err != nil {
+		t.Fatal(err)
+	}
+	after, err := lake.Stats(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Snapshots != 2 {
+		t.Fatalf("the model keeps %d snapshots after expiry, want 2", after.Snapshots)
+	}
+	files, err := filepath.Glob(filepath.Join(lake.Warehouse(), "gold.db", "edits_by_type_daily", "data", "*.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) > 2 {
+		t.Fatalf("%d data files of the model remain after expiry, want those of its 2 snapshots", len(files))
+	}
+}
+
+// TestModelInANamespaceOfItsOwn: a model may name a namespace of its own;
+// its table is written there, read by name like the others, and the lake
+// does not take it for a client's odd table.
+func TestModelInANamespaceOfItsOwn(t *testing.T) {
+	ctx := context.Background()
+	lake, log := fixtureLake(t)
+	models := writeModels(t, t.TempDir(), map[string]string{"per_wiki.sql": "-- @model analytics.per_wiki\n-- @key wiki\nSELECT wiki, count(*) AS edits FROM silver.edits GROUP BY wiki\n"})
+	if rep, err := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler), Models: models}).Refresh(ctx); err != nil {
+		t.Fatalf("%v\n%v", err, rep.Checks)
+	}
+	if got := queryCSV(t, lake, "SELECT sum(edits) AS n FROM analytics.per_wiki"); got != fmt.Sprintf("n\n%d\n", len(fixtureEdits())) {
+		t.Fatalf("analytics.per_wiki: %q", got)
+	}
+	odd, err := lake.OddTables(ctx)
+	if err != nil || len(odd) != 0 {
+		t.Fatalf("odd tables: %v %v", odd, err)
 	}
 }

@@ -16,14 +16,7 @@ import (
 // refresh on the fixture lake with all its checks passing, and passes
 // `model test` (TryModel) too.
 func TestModelsDocExamples(t *testing.T) {
-	page, err := os.ReadFile("../docs/models.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := regexp.MustCompile("(?s)```sql\n(-- models/([a-z_]+\\.sql)[^\n]*\n.*?)```").FindAllStringSubmatch(string(page), -1)
-	if len(blocks) < 2 {
-		t.Fatalf("docs/models.md has %d example models, want the two worked examples", len(blocks))
-	}
+	blocks := docExamples(t)
 	dir := t.TempDir()
 	files := map[string]string{}
 	for _, b := range blocks {
@@ -56,4 +49,34 @@ func TestModelsDocExamples(t *testing.T) {
 			t.Fatalf("model test %s built %q, want the newest day or hour", b[2], trial.Built)
 		}
 	}
+}
+
+// docExamples returns the example models of docs/models.md: per sql block
+// whose first line names its file under models/, the block and the file
+// name.
+func docExamples(t testing.TB) [][]string {
+	t.Helper()
+	page, err := os.ReadFile("../docs/models.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```sql\n(-- models/([a-z_]+\\.sql)[^\n]*\n.*?)```").FindAllStringSubmatch(string(page), -1)
+	if len(blocks) < 2 {
+		t.Fatalf("docs/models.md has %d example models, want the two worked examples", len(blocks))
+	}
+	return blocks
+}
+
+// docModels parses the example models of docs/models.md.
+func docModels(t testing.TB) []Model {
+	t.Helper()
+	var out []Model
+	for _, b := range docExamples(t) {
+		m, err := ParseModel(filepath.Join(t.TempDir(), b[2]), b[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -15,7 +15,7 @@ import (
 // Fault hooks (see internal/fault).
 var (
 	hookAfterGoldWrite = fault.Register("marts.after-gold-write",
-		"one gold mart overwritten, before the next mart and the checks")
+		"one gold mart or model overwritten, before the next one and the checks")
 	hookAfterCompact = fault.Register("marts.after-compact",
 		"one table compacted (replace snapshot committed), before the next table")
 	hookAfterExpire = fault.Register("marts.after-expire",
@@ -315,9 +315,10 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope
 	tmp := fmt.Sprintf("main.build_%d", i)
 	read := "SELECT * FROM " + tmp
 	if mt.byHours {
-		// In chunks of at most Config.ChunkRows edits: the grouping per
-		// (wiki, hour, editor) of a whole day filled DuckDB's memory limit.
-		if err := d.buildByHour(ctx, tmp, q); err != nil {
+		// In chunks of at most Config.ChunkRows edits of the hours in
+		// scope (silver.edits_hours), silver.edits each chunk's edits;
+		// then silver.edits is the days in scope again.
+		if err := m.buildHourly(ctx, d, tmp, q, sc); err != nil {
 			return 0, fmt.Errorf("build %s: %w", mt.ident, err)
 		}
 		read += " ORDER BY " + mt.order
@@ -367,6 +368,27 @@ func (m *Marts) buildMart(ctx context.Context, d *duck, i int, mt mart, sc scope
 		return 0, fmt.Errorf("write %s: %w", mt.ident, err)
 	}
 	return n, nil
+}
+
+// hoursInScope counts the edits of each hour a refresh rebuilds.
+const hoursInScope = `SELECT date_trunc('hour', event_time) AS h, count(*) FROM silver.edits_hours GROUP BY h ORDER BY h`
+
+// buildHourly builds the hourly mart q into tmp a few hours at a time
+// (buildChunked), silver.edits pointing at each chunk's hours, and points
+// silver.edits back at the days in scope.
+func (m *Marts) buildHourly(ctx context.Context, d *duck, tmp, q string, sc scope) error {
+	chunks, err := d.unitChunks(ctx, hoursInScope, unitHour)
+	if err != nil {
+		return err
+	}
+	err = d.buildChunked(ctx, tmp, q, chunks, func(from, to time.Time) error {
+		us := unitsIn(from, to, unitHour)
+		return d.attachWhere(ctx, table.SilverEdits, overlapping(sc.hourFiles, us.list, unitHour), unitFilter("event_time", us, unitHour))
+	})
+	if rerr := d.attachWhere(ctx, table.SilverEdits, sc.editFiles, unitFilter("event_time", sc.days, unitDay)); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // Check runs the five asset checks against the lake as it is now (gold as

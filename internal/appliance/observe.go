@@ -18,11 +18,16 @@ import (
 	"lakehouse/table"
 )
 
-// observedTables are the tables an observation reports, in pipeline order.
-func observedTables() []string {
+// observedTables are the tables an observation reports, in pipeline order:
+// the user's models (mts, nil: none) after the built-in marts.
+func observedTables(mts *marts.Marts) []string {
 	out := append([]string{}, table.Tables...)
 	out = append(out, marts.OpsRuns, marts.OpsAssetChecks)
-	return append(out, marts.GoldTables...)
+	out = append(out, marts.GoldTables...)
+	if mts != nil {
+		out = append(out, mts.ModelTables()...)
+	}
+	return out
 }
 
 // observe gathers the whole observation. Failures of one part are
@@ -51,7 +56,7 @@ func (a *Appliance) Observe(ctx context.Context) observe.Observation {
 			o.Hops.DLQ = t.Records
 		}
 	}
-	for _, id := range observedTables() {
+	for _, id := range observedTables(mts) {
 		if a.lake == nil {
 			break // --role ingest
 		}

@@ -1,3 +1,6 @@
+-- @model gold.editor_sessions_daily
+-- @unit day(day)
+-- @key day
 -- gold.editor_sessions_daily: per UTC day of session start, from
 -- silver.editor_sessions. Session length is session_end - session_start in
 -- seconds; the median and p95 are interpolated (quantile_cont).

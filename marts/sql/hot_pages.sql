@@ -1,3 +1,6 @@
+-- @model gold.hot_pages
+-- @unit table
+-- @key time_window, rank
 -- gold.hot_pages: the pages with the most edits (then most distinct editors)
 -- in the last hour and the last day, at most getvariable('top_n') per window.
 -- "Now" is the newest committed silver event time (as_of), not the wall

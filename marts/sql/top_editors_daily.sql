@@ -1,3 +1,6 @@
+-- @model gold.top_editors_daily
+-- @unit day(day)
+-- @key day, wiki, rank
 -- gold.top_editors_daily: per UTC day and wiki, the top editors by edits
 -- (ties broken by bytes changed, then name), at most getvariable('top_n').
 -- bytes_changed is the sum of absolute byte deltas. utc_day is the UTC

@@ -1,11 +1,13 @@
+-- @model gold.wiki_activity_hourly
+-- @unit hour(hour)
+-- @key wiki, hour
 -- gold.wiki_activity_hourly: per wiki and UTC hour, from silver.edits.
 -- bytes_added / bytes_removed sum the positive / negative byte deltas.
 -- Editors are counted by grouping per editor first rather than with
 -- count(DISTINCT): DuckDB's grouping spills to disk past its memory limit,
 -- a DISTINCT aggregate holds a set per group in memory (a day of the real
--- stream is about 1.9 million edits). It is built a few hours at a time,
--- from hours_from to hours_to (chunks.go), from silver.edits_hours: the
--- hours whose silver files changed since the last refresh (scope.go).
+-- stream is about 1.9 million edits). A refresh builds it a few hours at a
+-- time (chunks.go): silver.edits is then the edits of those hours.
 WITH per_editor AS (
     SELECT
         wiki,
@@ -17,10 +19,7 @@ WITH per_editor AS (
         count(*) FILTER (WHERE NOT bot)                   AS human_edits,
         sum(byte_delta) FILTER (WHERE byte_delta > 0)     AS bytes_added,
         sum(byte_delta) FILTER (WHERE byte_delta < 0)     AS bytes_removed
-    FROM silver.edits_hours
-    -- The hours one statement builds (marts/chunks.go): a day's grouping
-    -- per (wiki, hour, editor) at once filled DuckDB's memory limit.
-    WHERE event_time >= getvariable('hours_from') AND event_time < getvariable('hours_to')
+    FROM silver.edits
     GROUP BY 1, 2, 3
 )
 SELECT
