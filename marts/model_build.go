@@ -67,16 +67,24 @@ type planned struct {
 	why    string        // why prints is nil
 }
 
-// planSource plans a source's live files and what its units hold.
-func (m *Marts) planSource(ctx context.Context, s *source) (planned, error) {
+// planSource plans a source's live files and what its units hold; pre,
+// when it holds the source, is its files as the refresh planned them
+// (silver with the bounds of its time column, a built-in mart as
+// written), so the models read what the built-in marts read.
+func (m *Marts) planSource(ctx context.Context, s *source, pre map[string]table.Files) (planned, error) {
 	p := planned{src: s}
+	f, ok := pre[s.ident]
 	var err error
 	switch {
+	case ok:
+		p.files = f
 	case s.grain == grainEvent:
 		p.files, err = m.lake.DataFilesWithBounds(ctx, s.ident, s.timeCol)
-		return p, wrapPlan(s.ident, err)
 	default:
 		p.files, err = m.lake.DataFiles(ctx, s.ident)
+	}
+	if s.grain == grainEvent {
+		return p, wrapPlan(s.ident, err)
 	}
 	if isNoTable(err) {
 		p.files, p.why = table.Files{Schema: s.schema}, s.ident+" is not written yet"
@@ -251,6 +259,7 @@ type modelRun struct {
 	ident  string
 	scope  units
 	chunks int // statements its SELECT ran as
+	wrote  bool
 	rows   int64
 	err    error
 	checks []Check
@@ -267,7 +276,7 @@ type modelSet struct {
 // with the refresh's: per model that was refused or could not be built a
 // failed check ("model" of it), else its checks. Models whose file is
 // gone are dropped.
-func (m *Marts) buildModels(ctx context.Context, runID string) ([]Check, []ModelReport, error) {
+func (m *Marts) buildModels(ctx context.Context, runID string, pre map[string]table.Files) ([]Check, []ModelReport, error) {
 	var rows []ModelReport
 	var checks []Check
 	now := time.Now().UTC()
@@ -283,7 +292,7 @@ func (m *Marts) buildModels(ctx context.Context, runID string) ([]Check, []Model
 		return nil, rows, err
 	}
 	defer d.Close()
-	set, in, err := m.compileAndPlan(ctx, d)
+	set, in, err := m.compileAndPlan(ctx, d, pre)
 	if err != nil {
 		return nil, rows, err
 	}
@@ -301,10 +310,10 @@ func (m *Marts) buildModels(ctx context.Context, runID string) ([]Check, []Model
 		}
 		if r.err == nil {
 			r = m.buildModel(ctx, d, c, in, runID)
-			if r.err == nil {
+			if r.err == nil && r.wrote {
 				fault.Hit(hookAfterGoldWrite)
 				// What reads it sees what was written, and its record.
-				p, err := m.planSource(ctx, &source{ident: c.Ident, grain: grainOf(c.Unit), timeCol: c.Unit.Col, model: c})
+				p, err := m.planSource(ctx, &source{ident: c.Ident, grain: grainOf(c.Unit), timeCol: c.Unit.Col, model: c}, nil)
 				if err != nil {
 					r.err = err
 				} else {
@@ -364,7 +373,7 @@ func refusedCheck(e error, at time.Time) Check {
 
 // compileAndPlan compiles the models over the lake's schemas and plans
 // every source they read.
-func (m *Marts) compileAndPlan(ctx context.Context, d *duck) (modelSet, map[string]planned, error) {
+func (m *Marts) compileAndPlan(ctx context.Context, d *duck, pre map[string]table.Files) (modelSet, map[string]planned, error) {
 	in := map[string]planned{}
 	var base map[string]*source
 	for _, id := range []string{table.SilverEdits, table.EditorSessions} {
@@ -372,7 +381,7 @@ func (m *Marts) compileAndPlan(ctx context.Context, d *duck) (modelSet, map[stri
 		if id == table.EditorSessions {
 			col = "session_start"
 		}
-		p, err := m.planSource(ctx, &source{ident: id, grain: grainEvent, timeCol: col})
+		p, err := m.planSource(ctx, &source{ident: id, grain: grainEvent, timeCol: col}, pre)
 		if err != nil {
 			return modelSet{}, nil, err
 		}
@@ -385,7 +394,7 @@ func (m *Marts) compileAndPlan(ctx context.Context, d *duck) (modelSet, map[stri
 	for id, s := range base {
 		p, ok := in[id]
 		if !ok {
-			if p, err = m.planSource(ctx, s); err != nil {
+			if p, err = m.planSource(ctx, s, pre); err != nil {
 				return modelSet{}, nil, err
 			}
 		}
@@ -403,7 +412,7 @@ func (m *Marts) compileAndPlan(ctx context.Context, d *duck) (modelSet, map[stri
 		}
 	}
 	for _, c := range set.built {
-		p, err := m.planSource(ctx, &source{ident: c.Ident, grain: grainOf(c.Unit), timeCol: c.Unit.Col, model: c})
+		p, err := m.planSource(ctx, &source{ident: c.Ident, grain: grainOf(c.Unit), timeCol: c.Unit.Col, model: c}, nil)
 		if err != nil {
 			return set, in, err
 		}
@@ -510,6 +519,7 @@ func (m *Marts) buildModel(ctx context.Context, d *duck, c *compiled, in map[str
 		r.err = fmt.Errorf("write %s: %w", c.Ident, r.err)
 		return r
 	}
+	r.wrote = true
 	if r.err = exec(ctx, d, "CREATE OR REPLACE VIEW model_prev.t AS SELECT * FROM "+all); r.err != nil {
 		return r
 	}

@@ -326,3 +326,38 @@ func TestModelInANamespaceOfItsOwn(t *testing.T) {
 		t.Fatalf("odd tables: %v %v", odd, err)
 	}
 }
+
+// TestModelThatFailsToBuild: a model that compiles but fails while it is
+// built (a cast that overflows) is not written; its "built" check fails
+// with DuckDB's message, the model reading it is not built either, and
+// the other model is.
+func TestModelThatFailsToBuild(t *testing.T) {
+	ctx := context.Background()
+	lake, log := fixtureLake(t)
+	models := writeModels(t, t.TempDir(), map[string]string{
+		"by_type.sql":  modelByType,
+		"overflow.sql": "SELECT CAST(count(*) * 10000000000 AS INTEGER) AS n FROM silver.edits\n",
+		"reader.sql":   "SELECT n + 1 AS m FROM gold.overflow\n",
+	})
+	rep, err := New(lake, log, Config{Logger: slog.New(slog.DiscardHandler), Models: models}).Refresh(ctx)
+	if !errors.Is(err, ErrChecksFailed) {
+		t.Fatalf("refresh: %v, want failed checks", err)
+	}
+	failed := map[string]string{}
+	for _, c := range rep.Checks {
+		if !c.Passed {
+			failed[c.Name] = c.Message
+		}
+	}
+	if len(failed) != 2 || !strings.Contains(failed["gold.overflow: built"], "Conversion Error") ||
+		!strings.Contains(failed["gold.reader: built"], "it reads gold.overflow, which was not") {
+		t.Fatalf("failed checks: %v", failed)
+	}
+	tables, err := lake.Tables(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(tables, "gold.overflow") || slices.Contains(tables, "gold.reader") || !slices.Contains(tables, "gold.edits_by_type_daily") {
+		t.Fatalf("tables: %v", tables)
+	}
+}

@@ -78,7 +78,7 @@ func TryModel(ctx context.Context, lake *table.Lake, file string, others []Model
 		return ModelTrial{}, err
 	}
 	defer d.Close()
-	set, in, err := m.compileAndPlan(ctx, d)
+	set, in, err := m.compileAndPlan(ctx, d, nil)
 	if err != nil {
 		return ModelTrial{}, err
 	}

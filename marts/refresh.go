@@ -217,7 +217,12 @@ func (m *Marts) refresh(ctx context.Context, runID, whole string) (Report, error
 	// The user's models, in a session of their own: this one's memory
 	// goes back first.
 	closeDuck()
-	checks, models, err := m.buildModels(ctx, runID)
+	// The models read silver as the marts did, and the marts as written.
+	pre := map[string]table.Files{table.SilverEdits: sc.allEdits, table.EditorSessions: sc.allSessions}
+	for id, f := range planned {
+		pre[id] = f
+	}
+	checks, models, err := m.buildModels(ctx, runID, pre)
 	rep.Models = models
 	if err != nil {
 		return rep, err
@@ -272,6 +277,7 @@ func (m *Marts) attachInputs(ctx context.Context, d *duck, gold map[string]table
 		prev[mt.ident], why[mt.ident] = previousPrints(gold[mt.ident], input, in, unitOf(mt))
 	}
 	sc := planScope(prev, why, edits, sessions, m.fileKey())
+	sc.allSessions = sessions
 	inDays := unitFilter("event_time", sc.days, unitDay)
 	if err := d.attachWhere(ctx, table.SilverEdits, sc.editFiles, inDays); err != nil {
 		return sc, err

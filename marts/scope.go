@@ -114,6 +114,7 @@ type scope struct {
 	editFiles, sessFiles  table.Files // the files the rebuilt days read
 	hourFiles             table.Files // the files the rebuilt hours read
 	allEdits              table.Files // every live file of silver.edits
+	allSessions           table.Files // of silver.editor_sessions
 	recent                table.Files // the files reaching into the hot_pages window
 	edits, sessions       prints      // the fingerprints now: edit days, session days
 	editHours             prints      // and edit hours
