@@ -1,13 +1,13 @@
 // Package marts owns the gold layer of the lakehouse and its upkeep: four gold
 // marts built by DuckDB from SQL files embedded in the binary (models with a
 // header, as a user's are: gold.go), the user's own models (SQL files of a
-// directory: model.go, compiled by model_compile.go, built by model_build.go
-// after the four, checked by model_checks.go, tried without writing by
-// TryModel), five asset
-// checks that reconcile the layers (and see a stream that has stopped), the
-// in-process scheduler that refreshes
-// them and runs table maintenance (compaction, snapshot expiry), and the
-// ad-hoc Query entry point behind `lakehouse query`.
+// directory: model.go, compiled by model_compile.go, planned by unit in
+// model_plan.go, built by model_build.go after the four, checked by
+// model_checks.go, tried without writing by TryModel), five asset checks
+// that reconcile the layers (and see a stream that has stopped), the
+// in-process scheduler that refreshes them and runs table maintenance
+// (compaction, snapshot expiry), and the ad-hoc Query entry point behind
+// `lakehouse query`.
 //
 // Marts are pure functions of committed snapshots: each Refresh plans the
 // live data files of silver (and bronze) once, reads them with DuckDB
