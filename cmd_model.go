@@ -18,12 +18,9 @@ func runModel(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("model", stderr)
 	var c appliance.Store
 	registerStore(fs, &c)
-	warehouse := fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)")
+	sf := registerSession(fs, "trial")
 	models := fs.String("models", os.Getenv("LAKEHOUSE_MODELS"), "the models directory, for a model that reads other models (env LAKEHOUSE_MODELS)")
-	format := fs.String("format", marts.FormatTable, "format of the rows printed: table, csv or json")
 	rows := fs.Int("rows", marts.DefaultTrialRows, "rows printed at most")
-	timeout := fs.Duration("timeout", appliance.DefaultQueryTimeout, "stop the trial after this long")
-	memory := fs.String("memory", marts.DefaultQueryMemory, "DuckDB's memory limit for the trial; past it it spills to a temporary directory")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: lakehouse model test [flags] FILE\n\n"+
 			"Compiles the model in FILE against the lake's tables, builds it on the newest\n"+
@@ -47,15 +44,15 @@ func runModel(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case len(pos) != 2:
 		return fmt.Errorf("model test takes one model file, got %d: %w", len(pos)-1, errUsage)
 	}
-	t := appliance.ModelTrial{Warehouse: *warehouse, File: pos[1], Models: *models, Format: *format, Rows: *rows, Memory: *memory, Timeout: *timeout}
+	t := appliance.ModelTrial{Warehouse: *sf.warehouse, File: pos[1], Models: *models, Format: *sf.format, Rows: *rows, Memory: *sf.memory, Timeout: *sf.timeout}
 	if err := refused(t.Check()); err != nil {
 		return err
 	}
 	if _, err := os.Stat(t.File); err != nil {
 		return fmt.Errorf("model test: %w", err)
 	}
-	if _, err := os.Stat(c.Data); err != nil {
-		return fmt.Errorf("no lake at %s (run `%s demo` first, or pass --data): %w", c.Data, self(), err)
+	if err := needLake(c); err != nil {
+		return err
 	}
 	return c.TryModel(ctx, t, stdout)
 }

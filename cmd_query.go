@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"lakehouse/internal/appliance"
 	"lakehouse/marts"
@@ -21,10 +23,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("query", stderr)
 	var c appliance.Store
 	registerStore(fs, &c)
-	warehouse := fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)")
-	format := fs.String("format", marts.FormatTable, "output format: table, csv or json")
-	timeout := fs.Duration("timeout", appliance.DefaultQueryTimeout, "stop the query after this long")
-	memory := fs.String("memory", marts.DefaultQueryMemory, "DuckDB's memory limit for the query; past it the query spills to a temporary directory")
+	sf := registerSession(fs, "query")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: lakehouse query [flags] \"SQL\" [flags]\n\n"+
 			"Runs one read-only DuckDB SELECT (SHOW TABLES and DESCRIBE too), quoted as one\n"+
@@ -48,14 +47,42 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("want one SQL statement, got %d arguments %s (quote the statement as one argument): %w",
 			len(pos), quoteAll(pos), errUsage)
 	}
-	q := appliance.ReadQuery{Warehouse: *warehouse, SQL: pos[0], Format: *format, Memory: *memory, Timeout: *timeout}
+	q := appliance.ReadQuery{Warehouse: *sf.warehouse, SQL: pos[0], Format: *sf.format, Memory: *sf.memory, Timeout: *sf.timeout}
 	if err := refused(q.Check()); err != nil {
 		return err
 	}
+	if err := needLake(c); err != nil {
+		return err
+	}
+	return c.Query(ctx, q, stdout)
+}
+
+// sessionFlags are the flags of a command that reads the lake in a DuckDB
+// session of its own (query, model test): where the tables are, how rows
+// print, and the session's bounds.
+type sessionFlags struct {
+	warehouse, format, memory *string
+	timeout                   *time.Duration
+}
+
+// registerSession registers the sessionFlags on fs; what names the work
+// in their help ("query", "trial").
+func registerSession(fs *flag.FlagSet, what string) sessionFlags {
+	return sessionFlags{
+		warehouse: fs.String("warehouse", os.Getenv("LAKEHOUSE_WAREHOUSE"), "table storage (default <data>/warehouse)"),
+		format:    fs.String("format", marts.FormatTable, "format of the rows printed: table, csv or json"),
+		timeout:   fs.Duration("timeout", appliance.DefaultQueryTimeout, "stop the "+what+" after this long"),
+		memory:    fs.String("memory", marts.DefaultQueryMemory, "DuckDB's memory limit for the "+what+"; past it the "+what+" spills to a temporary directory"),
+	}
+}
+
+// needLake refuses a data directory that does not exist, saying how to
+// make one.
+func needLake(c appliance.Store) error {
 	if _, err := os.Stat(c.Data); err != nil {
 		return fmt.Errorf("no lake at %s (run `%s demo` first, or pass --data): %w", c.Data, self(), err)
 	}
-	return c.Query(ctx, q, stdout)
+	return nil
 }
 
 // quoteAll renders args as Go-quoted strings separated by spaces.
