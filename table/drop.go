@@ -63,8 +63,13 @@ func (l *Lake) DropTable(ctx context.Context, ident string) error {
 // a location elsewhere: through a REST catalog the warehouse is the
 // server's, whose own drop purges).
 func (l *Lake) purge(ctx context.Context, ident string, tbl *icetable.Table) error {
+	if !strings.HasPrefix(l.warehouse, "s3://") {
+		return nil // through a REST catalog: the server's to purge
+	}
+	// A location trimmed of its slash that starts with root and its slash
+	// is strictly below the warehouse.
 	root := strings.TrimSuffix(l.warehouse, "/") + "/"
-	if loc := strings.TrimSuffix(tbl.Location(), "/"); !strings.HasPrefix(l.warehouse, "s3://") || !strings.HasPrefix(loc, root) || len(loc) <= len(root) {
+	if !strings.HasPrefix(strings.TrimSuffix(tbl.Location(), "/"), root) {
 		return nil
 	}
 	if err := tbl.PurgeFiles(ctx); err != nil {
